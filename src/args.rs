@@ -1,0 +1,187 @@
+//! Parsing of command arguments: pure functions over byte slices, no Redis types.
+//!
+//! Each command file declares its own args struct and calls these helpers, so every
+//! command validates owners, integers and options the same way and with the same errors.
+
+use crate::error::{LockError, Opt, OwnerProblem};
+
+/// The longest owner id accepted, in bytes (SPEC.md §1).
+pub const MAX_OWNER_LEN: usize = 256;
+
+/// Checks an owner id: 1..=256 bytes, not starting with `@`.
+pub fn owner(raw: &[u8]) -> Result<&[u8], LockError> {
+    match raw.first() {
+        None => Err(LockError::InvalidOwner(OwnerProblem::Empty)),
+        Some(b'@') => Err(LockError::InvalidOwner(OwnerProblem::Reserved)),
+        Some(_) if raw.len() > MAX_OWNER_LEN => Err(LockError::InvalidOwner(OwnerProblem::TooLong)),
+        Some(_) => Ok(raw),
+    }
+}
+
+/// Parses a decimal integer the way Redis does: an optional `-`, digits without leading
+/// zeros, nothing else, within `i64`.
+pub fn strict_i64(raw: &[u8]) -> Option<i64> {
+    let digits = raw.strip_prefix(b"-").unwrap_or(raw);
+    let canonical = match digits {
+        [] => false,
+        [b'0'] => raw.len() == 1,
+        [first, ..] => *first != b'0' && digits.iter().all(u8::is_ascii_digit),
+    };
+    if !canonical {
+        return None;
+    }
+    std::str::from_utf8(raw).ok()?.parse().ok()
+}
+
+/// The options `LEASE ms` and `WAIT ms`, as given.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub lease: Option<i64>,
+    pub wait: Option<i64>,
+}
+
+/// Parses `[LEASE ms] [WAIT ms]` in any order, accepting only the options in `allowed`.
+/// `now_ms` bounds the values: now + value must not overflow.
+pub fn options(rest: &[&[u8]], allowed: &[Opt], now_ms: i64) -> Result<Options, LockError> {
+    let mut parsed = Options::default();
+    let mut i = 0;
+    while let Some(name) = rest.get(i) {
+        let opt = option_name(name)
+            .filter(|o| allowed.contains(o))
+            .ok_or_else(|| LockError::UnknownOption {
+                given: name.to_vec(),
+                expected: expected_text(allowed),
+            })?;
+        let raw = rest.get(i + 1).ok_or(LockError::MissingValue(opt))?;
+        let value = option_value(opt, raw, now_ms)?;
+        let slot = match opt {
+            Opt::Lease => &mut parsed.lease,
+            Opt::Wait => &mut parsed.wait,
+        };
+        if slot.replace(value).is_some() {
+            return Err(LockError::Duplicate(opt));
+        }
+        i += 2;
+    }
+    Ok(parsed)
+}
+
+fn option_name(raw: &[u8]) -> Option<Opt> {
+    if raw.eq_ignore_ascii_case(b"LEASE") {
+        Some(Opt::Lease)
+    } else if raw.eq_ignore_ascii_case(b"WAIT") {
+        Some(Opt::Wait)
+    } else {
+        None
+    }
+}
+
+fn expected_text(allowed: &[Opt]) -> &'static str {
+    if allowed.contains(&Opt::Wait) {
+        "LEASE or WAIT"
+    } else {
+        "LEASE"
+    }
+}
+
+fn option_value(opt: Opt, raw: &[u8], now_ms: i64) -> Result<i64, LockError> {
+    let value = strict_i64(raw).ok_or(LockError::NotAnInteger(opt))?;
+    match opt {
+        Opt::Lease if value <= 0 => return Err(LockError::LeaseNotPositive),
+        Opt::Wait if value < 0 => return Err(LockError::WaitNegative),
+        _ => {}
+    }
+    now_ms.checked_add(value).ok_or(LockError::TooLarge(opt))?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+    const BOTH: &[Opt] = &[Opt::Lease, Opt::Wait];
+
+    #[test]
+    fn owner_rules_follow_the_spec() {
+        assert_eq!(owner(b"a:1"), Ok(&b"a:1"[..]));
+        assert_eq!(owner(&[b'x'; 256]).map(<[u8]>::len), Ok(256));
+        assert_eq!(
+            owner(&[b'x'; 257]),
+            Err(LockError::InvalidOwner(OwnerProblem::TooLong))
+        );
+        assert_eq!(
+            owner(b""),
+            Err(LockError::InvalidOwner(OwnerProblem::Empty))
+        );
+        assert_eq!(
+            owner(b"@token"),
+            Err(LockError::InvalidOwner(OwnerProblem::Reserved))
+        );
+        assert!(owner(b"a@b\xff\x00").is_ok());
+    }
+
+    #[test]
+    fn strict_integers_reject_what_redis_rejects() {
+        assert_eq!(strict_i64(b"0"), Some(0));
+        assert_eq!(strict_i64(b"-12"), Some(-12));
+        assert_eq!(strict_i64(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"1e3",
+            b"9223372036854775808",
+            b"\xff",
+        ] {
+            assert_eq!(strict_i64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn options_parse_in_any_order_and_any_case() {
+        let o = options(&[b"wait", b"5", b"Lease", b"100"], BOTH, NOW).unwrap();
+        assert_eq!(
+            o,
+            Options {
+                lease: Some(100),
+                wait: Some(5)
+            }
+        );
+        assert_eq!(options(&[], BOTH, NOW).unwrap(), Options::default());
+    }
+
+    #[test]
+    fn option_errors_are_specific() {
+        let err = |args: &[&[u8]]| options(args, BOTH, NOW).unwrap_err();
+        assert_eq!(err(&[b"LEASE"]), LockError::MissingValue(Opt::Lease));
+        assert_eq!(err(&[b"LEASE", b"x"]), LockError::NotAnInteger(Opt::Lease));
+        assert_eq!(err(&[b"LEASE", b"0"]), LockError::LeaseNotPositive);
+        assert_eq!(err(&[b"WAIT", b"-1"]), LockError::WaitNegative);
+        assert_eq!(
+            err(&[b"LEASE", b"9223372036854775807"]),
+            LockError::TooLarge(Opt::Lease)
+        );
+        assert_eq!(
+            err(&[b"WAIT", b"1", b"WAIT", b"2"]),
+            LockError::Duplicate(Opt::Wait)
+        );
+        assert!(matches!(err(&[b"NX"]), LockError::UnknownOption { .. }));
+    }
+
+    #[test]
+    fn wait_zero_means_no_limit_and_is_accepted() {
+        assert_eq!(options(&[b"WAIT", b"0"], BOTH, NOW).unwrap().wait, Some(0));
+    }
+
+    #[test]
+    fn renew_accepts_only_lease() {
+        let e = options(&[b"WAIT", b"1"], &[Opt::Lease], NOW).unwrap_err();
+        assert_eq!(e.to_string(), "ERR unknown option 'WAIT', expected LEASE");
+    }
+}

@@ -1,0 +1,101 @@
+/* LOCK.ACQUIRE key owner [LEASE ms] [WAIT ms] */
+
+use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+
+use crate::args::{self, Options};
+use crate::error::{LockError, Opt};
+use crate::lock::{self, AcquireStep};
+use crate::store::LockKey;
+use crate::{config, guard, info, token, waiters, TOKENS};
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct AcquireArgs<'a> {
+    pub owner: &'a [u8],
+    pub options: Options,
+}
+
+/// Parses `argv` (command name first); `now_ms` bounds LEASE and WAIT.
+pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<AcquireArgs<'a>, LockError> {
+    let [_, _key, owner, rest @ ..] = argv else {
+        return Err(LockError::WrongArity);
+    };
+    Ok(AcquireArgs {
+        owner: args::owner(owner)?,
+        options: args::options(rest, &[Opt::Lease, Opt::Wait], now_ms)?,
+    })
+}
+
+pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    guard::command("LOCK.ACQUIRE", || run(ctx.ctx, &args))
+}
+
+fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
+    let now = waiters::now_ms();
+    let parsed = parse(&super::argv(args), now)?;
+    let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
+    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
+    let db = waiters::selected_db(ctx);
+    let mut current = key.read()?;
+    // A lock freed behind the module's back goes to its queue before any newcomer.
+    if current.is_none() && waiters::serve_if_queued(db, &key)?.is_some() {
+        current = key.read()?;
+    }
+    match lock::acquire(current.as_ref(), parsed.owner) {
+        AcquireStep::Fresh => {
+            let token = TOKENS.issue(token::now_us());
+            key.write_fresh(parsed.owner, token, now.saturating_add(lease))?;
+            info::ACQUIRED.bump();
+            Ok(RedisValue::Integer(token))
+        }
+        AcquireStep::Reenter { count, token } => {
+            key.write_count(parsed.owner, count)?;
+            key.set_deadline(now.saturating_add(lease))?;
+            info::REENTERED.bump();
+            Ok(RedisValue::Integer(token))
+        }
+        AcquireStep::Contended => match parsed.options.wait {
+            Some(wait) if can_block(ctx) => {
+                waiters::block(ctx, db, &key, parsed.owner, lease, wait)?;
+                Ok(RedisValue::NoReply)
+            }
+            _ => Ok(RedisValue::Null),
+        },
+        AcquireStep::CountOverflow => Err(LockError::CountOverflow),
+    }
+}
+
+/// Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
+fn can_block(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) } as u32;
+    let no_blocking = raw::REDISMODULE_CTX_FLAGS_MULTI
+        | raw::REDISMODULE_CTX_FLAGS_LUA
+        | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
+    flags & no_blocking == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_and_owner_are_required() {
+        assert_eq!(
+            parse(&[b"LOCK.ACQUIRE", b"k"], 0),
+            Err(LockError::WrongArity)
+        );
+    }
+
+    #[test]
+    fn options_follow_the_owner() {
+        let a = parse(&[b"LOCK.ACQUIRE", b"k", b"me", b"LEASE", b"10"], 0).unwrap();
+        assert_eq!(a.owner, b"me");
+        assert_eq!(a.options.lease, Some(10));
+        assert_eq!(a.options.wait, None);
+    }
+
+    #[test]
+    fn bad_owner_is_refused_before_options() {
+        let e = parse(&[b"LOCK.ACQUIRE", b"k", b"@x", b"LEASE", b"x"], 0).unwrap_err();
+        assert!(matches!(e, LockError::InvalidOwner(_)));
+    }
+}

@@ -1,0 +1,216 @@
+//! Every error reply the module sends, spelled in one place.
+//!
+//! Handlers never format an error message themselves: they return a [`LockError`], whose
+//! `Display` is the exact reply text (without the leading `-`) that SPEC.md prescribes.
+//! Key names and owner ids are echoed with [`printable`], so that no byte a client sends
+//! can break the RESP framing of an error line.
+
+use std::fmt;
+
+/// Which numeric option an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    Lease,
+    Wait,
+}
+
+impl fmt::Display for Opt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Opt::Lease => "LEASE",
+            Opt::Wait => "WAIT",
+        })
+    }
+}
+
+/// Why an owner id is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerProblem {
+    Empty,
+    TooLong,
+    Reserved,
+}
+
+/// An error reply of an rlock command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockError {
+    /// The command was called with the wrong number of arguments.
+    WrongArity,
+    /// `LEASE`/`WAIT` given without a value.
+    MissingValue(Opt),
+    /// `LEASE`/`WAIT` value is not a decimal integer.
+    NotAnInteger(Opt),
+    /// `LEASE` is zero or negative.
+    LeaseNotPositive,
+    /// `WAIT` is negative.
+    WaitNegative,
+    /// now + value does not fit in a 64-bit millisecond timestamp.
+    TooLarge(Opt),
+    /// The same option appears twice.
+    Duplicate(Opt),
+    /// An option this command does not know.
+    UnknownOption {
+        given: Vec<u8>,
+        expected: &'static str,
+    },
+    /// The owner id breaks the rules of SPEC.md §1.
+    InvalidOwner(OwnerProblem),
+    /// The key holds a value that is not a hash.
+    WrongType,
+    /// The key is a hash, but not in the lock layout.
+    NotALock,
+    /// `LOCK.RELEASE` by someone who does not hold the lock.
+    NotHeld { key: Vec<u8>, owner: Vec<u8> },
+    /// The reentry count would overflow a 64-bit integer.
+    CountOverflow,
+    /// The server does not export a module API function this command needs.
+    MissingApi(&'static str),
+    /// A bug: a handler panicked and the panic was caught.
+    Internal(&'static str),
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::WrongArity => f.write_str("ERR wrong number of arguments"),
+            LockError::MissingValue(opt) => write!(f, "ERR {opt} needs a value in milliseconds"),
+            LockError::NotAnInteger(opt) => {
+                write!(f, "ERR {opt} is not an integer or out of range")
+            }
+            LockError::LeaseNotPositive => f.write_str("ERR LEASE must be a positive integer"),
+            LockError::WaitNegative => f.write_str("ERR WAIT must not be negative"),
+            LockError::TooLarge(opt) => write!(f, "ERR {opt} is too large"),
+            LockError::Duplicate(opt) => write!(f, "ERR {opt} is given more than once"),
+            LockError::UnknownOption { given, expected } => write!(
+                f,
+                "ERR unknown option '{}', expected {expected}",
+                printable(given)
+            ),
+            LockError::InvalidOwner(problem) => f.write_str(match problem {
+                OwnerProblem::Empty => "ERR invalid owner: must not be empty",
+                OwnerProblem::TooLong => "ERR invalid owner: longer than 256 bytes",
+                OwnerProblem::Reserved => "ERR invalid owner: must not start with '@'",
+            }),
+            LockError::WrongType => {
+                f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+            LockError::NotALock => f.write_str("WRONGTYPE key is not a lock"),
+            LockError::NotHeld { key, owner } => write!(
+                f,
+                "NOTHELD lock '{}' is not held by '{}'",
+                printable(key),
+                printable(owner)
+            ),
+            LockError::CountOverflow => f.write_str("ERR reentry count would overflow"),
+            LockError::MissingApi(name) => {
+                write!(f, "ERR this Redis server lacks the module API {name}")
+            }
+            LockError::Internal(command) => {
+                write!(f, "ERR internal error in {command}, see the server log")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
+/// Renders bytes for an error line: printable ASCII as is, every other byte (and `\`)
+/// as a `\xHH` escape, so the result never holds CR, LF or NUL.
+pub fn printable(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if (0x20..0x7f).contains(&b) && b != b'\\' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(e: LockError) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn option_errors_name_the_argument() {
+        assert_eq!(
+            text(LockError::NotAnInteger(Opt::Lease)),
+            "ERR LEASE is not an integer or out of range"
+        );
+        assert_eq!(
+            text(LockError::NotAnInteger(Opt::Wait)),
+            "ERR WAIT is not an integer or out of range"
+        );
+        assert_eq!(
+            text(LockError::MissingValue(Opt::Wait)),
+            "ERR WAIT needs a value in milliseconds"
+        );
+        assert_eq!(
+            text(LockError::LeaseNotPositive),
+            "ERR LEASE must be a positive integer"
+        );
+        assert_eq!(
+            text(LockError::WaitNegative),
+            "ERR WAIT must not be negative"
+        );
+        assert_eq!(
+            text(LockError::TooLarge(Opt::Lease)),
+            "ERR LEASE is too large"
+        );
+        assert_eq!(
+            text(LockError::Duplicate(Opt::Lease)),
+            "ERR LEASE is given more than once"
+        );
+    }
+
+    #[test]
+    fn unknown_option_is_echoed_safely() {
+        let e = LockError::UnknownOption {
+            given: b"FOO\r\n".to_vec(),
+            expected: "LEASE or WAIT",
+        };
+        assert_eq!(
+            text(e),
+            "ERR unknown option 'FOO\\x0d\\x0a', expected LEASE or WAIT"
+        );
+    }
+
+    #[test]
+    fn owner_errors_start_with_invalid_owner() {
+        for p in [
+            OwnerProblem::Empty,
+            OwnerProblem::TooLong,
+            OwnerProblem::Reserved,
+        ] {
+            assert!(text(LockError::InvalidOwner(p)).starts_with("ERR invalid owner: "));
+        }
+    }
+
+    #[test]
+    fn wrongtype_texts_match_the_spec() {
+        assert_eq!(
+            text(LockError::WrongType),
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
+        assert_eq!(text(LockError::NotALock), "WRONGTYPE key is not a lock");
+    }
+
+    #[test]
+    fn notheld_names_key_and_owner() {
+        let e = LockError::NotHeld {
+            key: b"lock:1".to_vec(),
+            owner: b"me\0".to_vec(),
+        };
+        assert_eq!(text(e), "NOTHELD lock 'lock:1' is not held by 'me\\x00'");
+    }
+
+    #[test]
+    fn printable_escapes_backslash_and_high_bytes() {
+        assert_eq!(printable(b"a\\b\xff"), "a\\x5cb\\xff");
+    }
+}

@@ -1,0 +1,94 @@
+//! rlock: native, server-side reentrant locks for Redis.
+//!
+//! A lock is an ordinary hash in Redisson's layout (`<owner>` → reentry count, `@token` →
+//! fencing token, the key's TTL as the lease), so persistence, replication and Redisson
+//! clients keep working. The module adds what scripts cannot: blocking in a FIFO queue on
+//! the server with direct handoff, exact lease expiry, and fencing tokens.
+//!
+//! Layout:
+//! - `commands/` — one file per command: synopsis, args, handler.
+//! - `lock.rs` — the lock state machine, no Redis types; `args.rs` — argument parsing.
+//! - `store.rs` — the hash, its TTL, and replication of every write as its effect.
+//! - `waiters.rs` — FIFO queues of blocked clients, handoff, lease timers.
+//! - `events.rs` — keyspace and server events; `publish.rs` / `channel.rs` — the release
+//!   message; `token.rs` — fencing tokens; `config.rs`, `info.rs`, `docs.rs`,
+//!   `error.rs`, `guard.rs` (panic containment).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod args;
+pub mod channel;
+pub mod commands;
+pub mod config;
+mod docs;
+pub mod error;
+mod events;
+mod guard;
+mod info;
+pub mod lock;
+mod publish;
+mod store;
+pub mod token;
+mod waiters;
+
+use token::TokenClock;
+
+/// The fencing-token counter of this node.
+pub static TOKENS: TokenClock = TokenClock::new();
+
+#[cfg(not(test))]
+mod module {
+    use redis_module::configuration::ConfigurationFlags;
+    use redis_module::{redis_module, Context, RedisString, Status};
+
+    use crate::commands::{acquire, forcerelease, info, release, renew};
+    use crate::config::{self, PublishMode};
+    use crate::{docs, events, guard};
+
+    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+        guard::install_panic_hook();
+        crate::info::register(ctx.ctx);
+        let setup = events::subscribe(ctx).and_then(|()| docs::register(ctx));
+        match setup {
+            Ok(()) => Status::Ok,
+            Err(e) => {
+                ctx.log_warning(&format!("rlock: cannot load: {e}"));
+                Status::Err
+            }
+        }
+    }
+
+    redis_module! {
+        name: "rlock",
+        version: 1,
+        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
+        data_types: [],
+        init: init,
+        commands: [
+            ["lock.acquire", acquire::handler, "write deny-oom", 1, 1, 1, ""],
+            ["lock.release", release::handler, "write fast", 1, 1, 1, ""],
+            ["lock.renew", renew::handler, "write fast", 1, 1, 1, ""],
+            ["lock.info", info::handler, "readonly fast", 1, 1, 1, ""],
+            ["lock.forcerelease", forcerelease::handler, "write fast", 1, 1, 1, ""],
+        ],
+        event_handlers: [
+            [@GENERIC @HASH @EXPIRED @EVICTED: events::on_key_event],
+        ],
+        configurations: [
+            i64: [
+                ["default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS, ConfigurationFlags::DEFAULT, None],
+                ["token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP, ConfigurationFlags::DEFAULT, None],
+            ],
+            string: [
+                ["channel-prefix", &config::CHANNEL_PREFIX, config::DEFAULT_CHANNEL_PREFIX, ConfigurationFlags::DEFAULT, None],
+            ],
+            bool: [],
+            enum: [
+                ["publish", &config::PUBLISH, PublishMode::publish, ConfigurationFlags::DEFAULT, None],
+            ],
+            module_args_as_configuration: true,
+        ]
+    }
+}
