@@ -12,7 +12,7 @@
 //! - `waiters.rs` — FIFO queues of blocked clients, handoff, lease timers.
 //! - `events.rs` — keyspace and server events; `publish.rs` / `channel.rs` — the release
 //!   message; `token.rs` — fencing tokens; `config.rs`, `info.rs`, `docs.rs`,
-//!   `error.rs`, `guard.rs` (panic containment).
+//!   `error.rs`, `guard.rs` (panic containment), `persist.rs` (the token counter in RDB).
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
@@ -28,6 +28,7 @@ mod events;
 mod guard;
 mod info;
 pub mod lock;
+mod persist;
 mod publish;
 mod store;
 pub mod token;
@@ -45,11 +46,13 @@ mod module {
 
     use crate::commands::{acquire, forcerelease, info, release, renew};
     use crate::config::{self, PublishMode};
+    use crate::persist::TOKEN_AUX;
     use crate::{docs, events, guard};
 
     fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         guard::install_panic_hook();
         crate::info::register(ctx.ctx);
+        crate::store::signal_writes_explicitly(ctx.ctx);
         let setup = events::subscribe(ctx).and_then(|()| docs::register(ctx));
         match setup {
             Ok(()) => Status::Ok,
@@ -64,7 +67,7 @@ mod module {
         name: "rlock",
         version: 1,
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-        data_types: [],
+        data_types: [TOKEN_AUX],
         init: init,
         commands: [
             ["lock.acquire", acquire::handler, "write deny-oom", 1, 1, 1, ""],

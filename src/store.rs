@@ -30,6 +30,15 @@ const TOKEN_CFIELD: &CStr = c"@token";
 /// The (field, value) pairs of a hash.
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// Makes Redis signal a key as modified (for `WATCH` and client-side caching) only when
+/// the module writes it, not whenever a command opened it for writing.
+pub fn signal_writes_explicitly(ctx: *mut raw::RedisModuleCtx) {
+    if let Some(set_options) = unsafe { raw::RedisModule_SetModuleOptions } {
+        let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+        unsafe { set_options(ctx, options) };
+    }
+}
+
 /// A lock key opened for one command.
 pub struct LockKey {
     ctx: *mut raw::RedisModuleCtx,
@@ -207,6 +216,8 @@ impl LockKey {
 
     fn notify(&self, class: c_int, event: &CStr) -> Result<(), LockError> {
         let notify = api!(RedisModule_NotifyKeyspaceEvent);
+        let signal = api!(RedisModule_SignalModifiedKey);
+        unsafe { signal(self.ctx, self.name) };
         crate::waiters::while_self_notifying(|| unsafe {
             notify(self.ctx, class, event.as_ptr(), self.name);
         });
