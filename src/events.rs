@@ -8,7 +8,7 @@ use redis_module::{raw, Context, NotifyEvent};
 
 use crate::error::LockError;
 use crate::store::{api, LockKey, OwnedString};
-use crate::{config, guard, waiters, TOKENS};
+use crate::{config, guard, token, waiters, TOKENS};
 
 /// Keyspace events: any event on a lock with waiters makes the module check it at once.
 pub fn on_key_event(ctx: &Context, _class: NotifyEvent, event: &str, key: &[u8]) {
@@ -44,6 +44,7 @@ pub fn subscribe(ctx: &Context) -> Result<(), LockError> {
             raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
             on_role_change,
         ),
+        (raw::REDISMODULE_EVENT_LOADING, on_loading),
     ];
     for (id, callback) in events {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
@@ -80,5 +81,19 @@ unsafe extern "C" fn on_role_change(
 ) {
     if subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER {
         TOKENS.skip(config::token_gap());
+    }
+}
+
+/// After an RDB or AOF load, tokens skip ahead as on a promotion: tokens issued after the
+/// last save that the files do not record (an AOF rewritten without the RDB preamble when
+/// no lock remained) are at most `rlock.token-gap` ahead of the clock.
+unsafe extern "C" fn on_loading(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    if subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED {
+        TOKENS.observe(token::now_us().saturating_add(config::token_gap()));
     }
 }
