@@ -8,7 +8,7 @@ use redis_module::{raw, Context, NotifyEvent};
 
 use crate::error::LockError;
 use crate::store::{api, LockKey, OwnedString};
-use crate::{config, guard, token, waiters, TOKENS};
+use crate::{config, expiry, guard, token, TOKENS};
 
 /// Keyspace events: any event on a lock with waiters makes the module check it at once.
 pub fn on_key_event(ctx: &Context, _class: NotifyEvent, event: &str, key: &[u8]) {
@@ -16,7 +16,7 @@ pub fn on_key_event(ctx: &Context, _class: NotifyEvent, event: &str, key: &[u8])
         if event == "hset" {
             learn_token(ctx.ctx, key)?;
         }
-        waiters::on_key_event(ctx.ctx, key, event == "expired");
+        expiry::on_key_event(ctx.ctx, key, event == "expired");
         Ok(())
     });
 }
@@ -68,7 +68,7 @@ unsafe extern "C" fn on_flush(
     // For this event Redis passes a RedisModuleFlushInfo.
     let db: c_int = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
     guard::callback("flush event", || {
-        waiters::on_flush(ctx, db);
+        expiry::on_flush(ctx, db);
         Ok(())
     });
 }

@@ -199,7 +199,7 @@ impl LockKey {
                 deadline_ms as c_longlong,
             );
         }
-        crate::waiters::deadline_changed(self.ctx, self.name(), deadline_ms);
+        crate::expiry::deadline_changed(self.ctx, self.name(), deadline_ms);
         self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")
     }
 

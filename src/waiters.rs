@@ -4,11 +4,7 @@
 //! Everything here runs on Redis's main thread, so the registry is a thread-local.
 //! No borrow of it is ever held across a call into Redis.
 //!
-//! A queue exists only while a lock has waiters. For such a lock the module keeps one
-//! timer armed at the lease deadline + 1 ms, and any keyspace event on the key (a `DEL`,
-//! a script's unlock, Redis's own expiry, eviction) or a `FLUSHDB` arms an immediate
-//! check. A check is idempotent: a free lock goes to the first waiter, a held one gets its
-//! timer re-armed at its deadline.
+//! A queue exists only while a lock has waiters; `expiry.rs` watches those locks.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -19,8 +15,8 @@ use redis_module::raw;
 
 use crate::error::LockError;
 use crate::info;
-use crate::store::{api, LockKey, OwnedString};
-use crate::{guard, token, TOKENS};
+use crate::store::{api, LockKey};
+use crate::{token, TOKENS};
 
 type Bc = *mut raw::RedisModuleBlockedClient;
 
@@ -109,6 +105,16 @@ impl Registry {
                 self.dbs.remove(&db);
             }
         }
+        // Give the memory of a burst of waiters back to Redis once they are all gone.
+        if self.index.is_empty() {
+            self.index = HashMap::new();
+        }
+        if self.handed.is_empty() {
+            self.handed = HashMap::new();
+        }
+        if self.dbs.is_empty() {
+            self.dbs = HashMap::new();
+        }
     }
 }
 
@@ -148,7 +154,7 @@ pub fn block(
     });
     if let Ok(ttl) = key.ttl_ms() {
         if ttl >= 0 {
-            arm(ctx, db, key.name(), now_ms().saturating_add(ttl));
+            crate::expiry::arm(ctx, db, key.name(), now_ms().saturating_add(ttl));
         }
     }
     Ok(())
@@ -184,123 +190,49 @@ pub fn serve_if_queued(db: c_int, key: &LockKey) -> Result<Option<i64>, LockErro
     hand_off(db, key)
 }
 
-/// The lease of `key` now ends at `deadline_ms`: make sure a check runs right after it.
-pub fn deadline_changed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) {
-    if with(|r| r.index.is_empty()) {
-        return;
-    }
-    let db = selected_db(ctx);
-    if queue_len(db, key) > 0 {
-        arm(ctx, db, key, deadline_ms);
-    }
+/// Whether any client waits anywhere (the fast path of every event).
+pub fn any() -> bool {
+    with(|r| !r.index.is_empty())
 }
 
-/// A keyspace event on `key`: if the lock has waiters, check it right away.
-pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
-    if SELF_NOTIFYING.with(Cell::get) || with(|r| r.index.is_empty()) {
-        return;
-    }
-    let db = selected_db(ctx);
-    if queue_len(db, key) > 0 {
-        schedule(ctx, db, key.to_vec(), 0, expired);
-    }
+/// Whether the module is emitting events for its own writes.
+pub fn self_notifying() -> bool {
+    SELF_NOTIFYING.with(Cell::get)
 }
 
-/// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended: check every lock with waiters.
-pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
-    let keys: Vec<(c_int, Vec<u8>)> = with(|r| {
+/// Records that a check of `key` will fire at `fire_at` (Unix ms); false when an earlier
+/// one is already pending or nobody waits, and no new timer is needed.
+pub fn claim_timer(db: c_int, key: &[u8], fire_at: i64) -> bool {
+    with(|r| match r.queue_mut(db, key) {
+        Some(q) if q.armed_at.is_some_and(|t| t <= fire_at) => false,
+        Some(q) => {
+            q.armed_at = Some(fire_at);
+            true
+        }
+        None => false,
+    })
+}
+
+/// A timer of `key` fired: forget a pending time that has passed.
+pub fn timer_fired(db: c_int, key: &[u8], now: i64) {
+    with(|r| {
+        if let Some(q) = r.queue_mut(db, key) {
+            if q.armed_at.is_some_and(|t| t <= now) {
+                q.armed_at = None;
+            }
+        }
+    });
+}
+
+/// The locks with waiters in `db` (every db when `db` < 0).
+pub fn queued_keys(db: c_int) -> Vec<(c_int, Vec<u8>)> {
+    with(|r| {
         r.dbs
             .iter()
             .filter(|(d, _)| db < 0 || **d == db)
             .flat_map(|(d, qs)| qs.keys().map(move |k| (*d, k.clone())))
             .collect()
-    });
-    for (d, key) in keys {
-        schedule(ctx, d, key, 0, false);
-    }
-}
-
-/// Arms a check at `fire_at` (Unix ms) + 1, unless an earlier one is pending.
-fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i64) {
-    let fire_at = deadline_ms.saturating_add(1);
-    let earlier_pending = with(|r| match r.queue_mut(db, key) {
-        Some(q) if q.armed_at.is_some_and(|t| t <= fire_at) => true,
-        Some(q) => {
-            q.armed_at = Some(fire_at);
-            false
-        }
-        None => true,
-    });
-    if !earlier_pending {
-        let delay = fire_at.saturating_sub(now_ms()).max(0);
-        schedule(ctx, db, key.to_vec(), delay, true);
-    }
-}
-
-struct Check {
-    db: c_int,
-    key: Vec<u8>,
-    /// The check is for a lease that ran out (counted in `expiry_handoffs`).
-    expiry: bool,
-}
-
-fn schedule(ctx: *mut raw::RedisModuleCtx, db: c_int, key: Vec<u8>, delay_ms: i64, expiry: bool) {
-    let Some(create_timer) = (unsafe { raw::RedisModule_CreateTimer }) else {
-        return;
-    };
-    let data = Box::into_raw(Box::new(Check { db, key, expiry }));
-    unsafe { create_timer(ctx, delay_ms, Some(run_check), data.cast::<c_void>()) };
-}
-
-extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    // The timer hands us back the box made in `schedule`; it is ours to free.
-    let check = unsafe { Box::from_raw(data.cast::<Check>()) };
-    guard::callback("lock expiry timer", || {
-        with(|r| {
-            if let Some(q) = r.queue_mut(check.db, &check.key) {
-                if q.armed_at.is_some_and(|t| t <= now_ms()) {
-                    q.armed_at = None;
-                }
-            }
-        });
-        check_lock(ctx, &check)
-    });
-}
-
-/// Hands a free lock to its first waiter, or re-arms the timer of a held one.
-fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockError> {
-    if queue_len(check.db, &check.key) == 0 {
-        return Ok(());
-    }
-    let select = api!(RedisModule_SelectDb);
-    unsafe { select(ctx, check.db) };
-    let name = OwnedString::new(ctx, &check.key)?;
-    let mut result = Ok(());
-    while_self_notifying(|| result = serve_or_rearm(ctx, check, &name));
-    result
-}
-
-fn serve_or_rearm(
-    ctx: *mut raw::RedisModuleCtx,
-    check: &Check,
-    name: &OwnedString,
-) -> Result<(), LockError> {
-    let key = LockKey::open(ctx, name.0, true)?;
-    match key.read() {
-        Ok(None) => {
-            if hand_off(check.db, &key)?.is_some() && check.expiry {
-                info::EXPIRY_HANDOFFS.bump();
-            }
-        }
-        Ok(Some(_)) => {}
-        // Not a lock any more: waiters keep waiting until it is one, or they time out.
-        Err(_) => return Ok(()),
-    }
-    let ttl = key.ttl_ms()?;
-    if ttl >= 0 && queue_len(check.db, &check.key) > 0 {
-        arm(ctx, check.db, &check.key, now_ms().saturating_add(ttl));
-    }
-    Ok(())
+    })
 }
 
 unsafe extern "C" fn reply_granted(
@@ -310,7 +242,12 @@ unsafe extern "C" fn reply_granted(
 ) -> c_int {
     let token = unsafe {
         let bc = raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx));
-        with(|r| r.handed.remove(&(bc as usize)));
+        with(|r| {
+            r.handed.remove(&(bc as usize));
+            if r.handed.is_empty() {
+                r.handed = HashMap::new();
+            }
+        });
         raw::RedisModule_GetBlockedClientPrivateData
             .map(|f| f(ctx).cast::<i64>())
             .filter(|p| !p.is_null())
@@ -334,7 +271,20 @@ unsafe extern "C" fn reply_timeout(
     if handed.is_none() {
         info::WAIT_TIMEOUTS.bump();
     }
-    reply_token(ctx, handed)
+    let status = reply_token(ctx, handed);
+    release_handle(bc);
+    status
+}
+
+/// Redis 7.0 frees a blocked client's handle only through `UnblockClient`, even after a
+/// timeout or a disconnect; the reply callback does not run for a client already gone.
+fn release_handle(bc: Bc) {
+    if bc.is_null() {
+        return;
+    }
+    if let Some(unblock) = unsafe { raw::RedisModule_UnblockClient } {
+        unsafe { unblock(bc, ptr::null_mut()) };
+    }
 }
 
 fn reply_token(ctx: *mut raw::RedisModuleCtx, token: Option<i64>) -> c_int {
@@ -355,10 +305,14 @@ unsafe extern "C" fn free_token(_ctx: *mut raw::RedisModuleCtx, privdata: *mut c
 }
 
 unsafe extern "C" fn forget_disconnected(_ctx: *mut raw::RedisModuleCtx, bc: Bc) {
-    with(|r| {
+    let handed = with(|r| {
         r.remove(bc);
-        r.handed.remove(&(bc as usize));
+        r.handed.remove(&(bc as usize))
     });
+    // A client handed the lock was unblocked already; any other one must be, to be freed.
+    if handed.is_none() {
+        release_handle(bc);
+    }
 }
 
 pub fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {

@@ -1,0 +1,114 @@
+//! Lease expiry for locks with waiters (SPEC.md §3): the module, not Redis's sampled
+//! expiry, notices the end of a lease and hands the lock on.
+//!
+//! For a lock with waiters one timer is armed at the lease deadline + 1 ms, and any
+//! keyspace event on the key (a `DEL`, a script's unlock, Redis's own expiry, eviction) or
+//! a `FLUSHDB` arms an immediate check. A check is idempotent: a free lock goes to the
+//! first waiter, a held one gets its timer re-armed at its deadline.
+
+use std::ffi::{c_int, c_void};
+
+use redis_module::raw;
+
+use crate::error::LockError;
+use crate::store::{api, LockKey, OwnedString};
+use crate::waiters::{self, hand_off, now_ms, queue_len, selected_db, while_self_notifying};
+use crate::{guard, info};
+
+/// The lease of `key` now ends at `deadline_ms`: make sure a check runs right after it.
+pub fn deadline_changed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) {
+    if !waiters::any() {
+        return;
+    }
+    let db = selected_db(ctx);
+    if queue_len(db, key) > 0 {
+        arm(ctx, db, key, deadline_ms);
+    }
+}
+
+/// A keyspace event on `key`: if the lock has waiters, check it right away.
+pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
+    if waiters::self_notifying() || !waiters::any() {
+        return;
+    }
+    let db = selected_db(ctx);
+    if queue_len(db, key) > 0 {
+        schedule(ctx, db, key.to_vec(), 0, expired);
+    }
+}
+
+/// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended: check every lock with waiters.
+pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
+    for (d, key) in waiters::queued_keys(db) {
+        schedule(ctx, d, key, 0, false);
+    }
+}
+
+/// Arms a check at `fire_at` (Unix ms) + 1, unless an earlier one is pending.
+pub fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i64) {
+    let fire_at = deadline_ms.saturating_add(1);
+    if waiters::claim_timer(db, key, fire_at) {
+        let delay = fire_at.saturating_sub(now_ms()).max(0);
+        schedule(ctx, db, key.to_vec(), delay, true);
+    }
+}
+
+struct Check {
+    db: c_int,
+    key: Vec<u8>,
+    /// The check is for a lease that ran out (counted in `expiry_handoffs`).
+    expiry: bool,
+}
+
+fn schedule(ctx: *mut raw::RedisModuleCtx, db: c_int, key: Vec<u8>, delay_ms: i64, expiry: bool) {
+    let Some(create_timer) = (unsafe { raw::RedisModule_CreateTimer }) else {
+        return;
+    };
+    let data = Box::into_raw(Box::new(Check { db, key, expiry }));
+    unsafe { create_timer(ctx, delay_ms, Some(run_check), data.cast::<c_void>()) };
+}
+
+extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    // The timer hands us back the box made in `schedule`; it is ours to free.
+    let check = unsafe { Box::from_raw(data.cast::<Check>()) };
+    guard::callback("lock expiry timer", || {
+        waiters::timer_fired(check.db, &check.key, now_ms());
+        check_lock(ctx, &check)
+    });
+}
+
+/// Hands a free lock to its first waiter, or re-arms the timer of a held one.
+fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockError> {
+    if queue_len(check.db, &check.key) == 0 {
+        return Ok(());
+    }
+    let select = api!(RedisModule_SelectDb);
+    unsafe { select(ctx, check.db) };
+    let name = OwnedString::new(ctx, &check.key)?;
+    let mut result = Ok(());
+    while_self_notifying(|| result = serve_or_rearm(ctx, check, &name));
+    result
+}
+
+fn serve_or_rearm(
+    ctx: *mut raw::RedisModuleCtx,
+    check: &Check,
+    name: &OwnedString,
+) -> Result<(), LockError> {
+    let key = LockKey::open(ctx, name.0, true)?;
+    match key.read() {
+        Ok(None) => {
+            if hand_off(check.db, &key)?.is_some() && check.expiry {
+                info::EXPIRY_HANDOFFS.bump();
+            }
+        }
+        Ok(Some(_)) => {}
+        // Not a lock any more: waiters keep waiting until it is one, or they time out.
+        Err(_) => return Ok(()),
+    }
+    let ttl = key.ttl_ms()?;
+    if ttl >= 0 && queue_len(check.db, &check.key) > 0 {
+        arm(ctx, check.db, &check.key, now_ms().saturating_add(ttl));
+    }
+    Ok(())
+}

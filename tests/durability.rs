@@ -1,0 +1,341 @@
+//! SPEC.md §5: fencing tokens survive a restart (RDB, AOF with and without the RDB
+//! preamble) and a failover (a promoted replica skips ahead by `rlock.token-gap`).
+//!
+//! Most tests first push the token counter far past the wall clock (a promotion with a huge
+//! `rlock.token-gap`), so that the clock floor of the counter cannot make them pass: only
+//! what the module persisted or learned can.
+
+mod support;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use support::{free_port, info_field, int, module_path, wait_until, Server};
+
+/// 2^50 µs, about 35 years: no clock catches up with a counter moved this far.
+const HUGE_GAP: i64 = 1 << 50;
+const LIMIT: Duration = Duration::from_secs(10);
+
+/// A server that keeps its dir across restarts.
+struct Durable {
+    dir: PathBuf,
+    port: u16,
+    args: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Durable {
+    fn start(args: &[&str]) -> Durable {
+        let dir = std::env::temp_dir().join(format!(
+            "rlock-durable-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        fs::create_dir_all(&dir).expect("create dir");
+        let mut server = Durable {
+            dir,
+            port: free_port(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
+            .arg("--loadmodule")
+            .arg(module_path())
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed: apt-get install -y redis-server");
+        self.child = Some(child);
+        let url = self.url();
+        let ready = wait_until(LIMIT, || {
+            redis::Client::open(url.as_str())
+                .and_then(|c| c.get_connection())
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+                .is_ok()
+        });
+        assert!(ready, "server did not start:\n{}", self.log());
+    }
+
+    /// Stops the server without a final save (what the files hold is what was written
+    /// before) and starts it again on the same dir.
+    fn restart(&mut self) {
+        let _: redis::RedisResult<()> =
+            redis::cmd("SHUTDOWN").arg("NOSAVE").query(&mut self.conn());
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+        self.spawn();
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection())
+            .expect("connect")
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Durable {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Moves the token counter `gap` past the highest token, the way a failover does.
+fn push_counter_ahead(con: &mut redis::Connection, gap: i64) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rlock.token-gap")
+        .arg(gap)
+        .query(con)
+        .expect("config set");
+    let nobody = free_port().to_string();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(&nobody)
+        .query(con)
+        .expect("replicaof");
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(con)
+        .expect("replicaof no one");
+}
+
+/// Acquires and releases a lock; returns its token.
+fn token_of_a_released_lock(con: &mut redis::Connection, key: &str) -> i64 {
+    let token = int(con, &["LOCK.ACQUIRE", key, "o"]);
+    assert_eq!(int(con, &["LOCK.RELEASE", key, "o"]), 0);
+    token
+}
+
+fn wait_persistence_idle(con: &mut redis::Connection) {
+    let idle = wait_until(LIMIT, || {
+        info_field(con, "persistence", "rdb_bgsave_in_progress").as_deref() == Some("0")
+            && info_field(con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+            && info_field(con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+    });
+    assert!(idle, "background save did not finish");
+}
+
+fn first_token_after_restart(server: &mut Durable) -> i64 {
+    server.restart();
+    int(&mut server.conn(), &["LOCK.ACQUIRE", "after", "o"])
+}
+
+#[test]
+fn save_then_restart_never_reissues_a_token() {
+    let mut server = Durable::start(&["--save", "", "--appendonly", "no"]);
+    let mut con = server.conn();
+    token_of_a_released_lock(&mut con, "a");
+    push_counter_ahead(&mut con, HUGE_GAP);
+    let before = token_of_a_released_lock(&mut con, "b");
+    assert_eq!(int(&mut con, &["DBSIZE"]), 0, "no lock key remains");
+    let _: () = redis::cmd("SAVE").query(&mut con).expect("save");
+    let after = first_token_after_restart(&mut server);
+    assert!(
+        after > before,
+        "token {after} after restart ≤ {before} before"
+    );
+}
+
+#[test]
+fn bgsave_then_restart_never_reissues_a_token() {
+    let mut server = Durable::start(&["--save", "", "--appendonly", "no"]);
+    let mut con = server.conn();
+    token_of_a_released_lock(&mut con, "a");
+    push_counter_ahead(&mut con, HUGE_GAP);
+    let before = token_of_a_released_lock(&mut con, "b");
+    let _: String = redis::cmd("BGSAVE").query(&mut con).expect("bgsave");
+    wait_persistence_idle(&mut con);
+    let after = first_token_after_restart(&mut server);
+    assert!(
+        after > before,
+        "token {after} after restart ≤ {before} before"
+    );
+}
+
+#[test]
+fn aof_with_rdb_preamble_keeps_the_counter_with_no_lock_left() {
+    let mut server = Durable::start(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "yes",
+    ]);
+    let mut con = server.conn();
+    token_of_a_released_lock(&mut con, "a");
+    push_counter_ahead(&mut con, HUGE_GAP);
+    let before = token_of_a_released_lock(&mut con, "b");
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).expect("rewrite");
+    wait_persistence_idle(&mut con);
+    let after = first_token_after_restart(&mut server);
+    assert!(
+        after > before,
+        "token {after} after restart ≤ {before} before"
+    );
+}
+
+#[test]
+fn aof_commands_teach_the_counter_on_replay() {
+    for preamble in ["yes", "no"] {
+        let mut server = Durable::start(&[
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--aof-use-rdb-preamble",
+            preamble,
+        ]);
+        let mut con = server.conn();
+        token_of_a_released_lock(&mut con, "a");
+        push_counter_ahead(&mut con, HUGE_GAP);
+        // Written after the last rewrite: only the AOF's commands record this token.
+        let before = int(&mut con, &["LOCK.ACQUIRE", "held", "o", "LEASE", "600000"]);
+        let after = first_token_after_restart(&mut server);
+        assert!(after > before, "preamble {preamble}: {after} ≤ {before}");
+    }
+}
+
+#[test]
+fn aof_rewritten_without_preamble_keeps_tokens_of_remaining_locks() {
+    let mut server = Durable::start(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "no",
+    ]);
+    let mut con = server.conn();
+    token_of_a_released_lock(&mut con, "a");
+    push_counter_ahead(&mut con, HUGE_GAP);
+    let before = int(&mut con, &["LOCK.ACQUIRE", "held", "o", "LEASE", "600000"]);
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).expect("rewrite");
+    wait_persistence_idle(&mut con);
+    let after = first_token_after_restart(&mut server);
+    assert!(
+        after > before,
+        "token {after} after restart ≤ {before} before"
+    );
+}
+
+#[test]
+fn aof_rewritten_without_preamble_and_no_lock_left_still_moves_forward() {
+    let mut server = Durable::start(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "no",
+    ]);
+    let mut con = server.conn();
+    let before = (0..50)
+        .map(|i| token_of_a_released_lock(&mut con, &format!("k{i}")))
+        .max()
+        .unwrap_or(0);
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).expect("rewrite");
+    wait_persistence_idle(&mut con);
+    let after = first_token_after_restart(&mut server);
+    assert!(
+        after > before,
+        "token {after} after restart ≤ {before} before"
+    );
+}
+
+fn promote(replica: &Server) -> redis::Connection {
+    let mut con = replica.conn();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut con)
+        .expect("promote");
+    con
+}
+
+fn replicated(master: &mut redis::Connection) {
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(5000)
+        .query(master)
+        .expect("WAIT");
+    assert_eq!(acked, 1, "the replica did not acknowledge");
+}
+
+#[test]
+fn promoted_replica_skips_past_streamed_tokens_by_the_gap() {
+    let master = Server::start();
+    let replica = master.replica();
+    let mut m = master.conn();
+    let gap: i64 = 1_000_000_000_000;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rlock.token-gap")
+        .arg(gap)
+        .query(&mut replica.conn())
+        .expect("config set");
+    let mut highest = 0;
+    for i in 0..200 {
+        let key = format!("k{}", i % 7);
+        highest = highest.max(int(&mut m, &["LOCK.ACQUIRE", &key, "o"]));
+        int(&mut m, &["LOCK.RELEASE", &key, "o"]);
+    }
+    replicated(&mut m);
+    let mut r = promote(&replica);
+    let next = int(&mut r, &["LOCK.ACQUIRE", "new", "o"]);
+    assert!(
+        next >= highest + gap,
+        "promoted replica issued {next}, highest replicated {highest}, gap {gap}"
+    );
+}
+
+#[test]
+fn replica_attached_by_full_sync_only_skips_past_the_masters_tokens() {
+    let master = Server::start();
+    let mut m = master.conn();
+    token_of_a_released_lock(&mut m, "a");
+    push_counter_ahead(&mut m, HUGE_GAP);
+    // Issued before the replica exists and gone since: only the RDB of the full sync has it.
+    let highest = token_of_a_released_lock(&mut m, "b");
+    let replica = master.replica();
+    let mut r = replica.conn();
+    assert_eq!(int(&mut r, &["DBSIZE"]), 0);
+    let gap: i64 = 1 << 20;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut r)
+        .expect("promote");
+    let next = int(&mut r, &["LOCK.ACQUIRE", "new", "o"]);
+    assert!(
+        next >= highest + gap,
+        "promoted replica issued {next}, master's highest {highest}"
+    );
+}
