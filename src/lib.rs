@@ -53,7 +53,14 @@ mod module {
     use crate::persist::TOKEN_AUX;
     use crate::{docs, events, guard};
 
-    fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    fn init(ctx: &Context, args: &[RedisString]) -> Status {
+        if !args.is_empty() {
+            ctx.log_warning(
+                "rlock: the module takes no arguments; set rlock.* configs in redis.conf \
+                 (after the loadmodule line), as --rlock.<name> flags, or with CONFIG SET",
+            );
+            return Status::Err;
+        }
         guard::install_panic_hook();
         crate::info::register(ctx.ctx);
         crate::store::signal_writes_explicitly(ctx.ctx);
@@ -74,7 +81,7 @@ mod module {
         data_types: [TOKEN_AUX],
         init: init,
         commands: [
-            ["lock.acquire", acquire::handler, "write deny-oom", 1, 1, 1, ""],
+            ["lock.acquire", acquire::handler, "write deny-oom blocking", 1, 1, 1, ""],
             ["lock.release", release::handler, "write fast", 1, 1, 1, ""],
             ["lock.renew", renew::handler, "write fast", 1, 1, 1, ""],
             ["lock.info", info::handler, "readonly fast", 1, 1, 1, ""],
@@ -95,7 +102,9 @@ mod module {
             enum: [
                 ["publish", &config::PUBLISH, PublishMode::publish, ConfigurationFlags::DEFAULT, None],
             ],
-            module_args_as_configuration: true,
+            // redis-module 2.0.8 would apply module arguments without the configs' bounds:
+            // configs come from CONFIG SET, redis.conf lines and --rlock.* flags only.
+            module_args_as_configuration: false,
         ]
     }
 }

@@ -189,6 +189,19 @@ fn bad_config_in_a_conf_file_stops_the_server() {
     }
 }
 
+#[test]
+fn module_arguments_are_refused_rather_than_applied_unchecked() {
+    let conf = format!("loadmodule {} default-lease -5\n", module_path().display());
+    let log = Server::builder()
+        .conf(&conf)
+        .without_loadmodule()
+        .start_expecting_failure();
+    assert!(
+        log.contains("rlock: the module takes no arguments"),
+        "the log does not say why the module refused to load:\n{log}"
+    );
+}
+
 // ---------------------------------------------------------------- INFO rlock
 
 const COUNTERS: [&str; 8] = [
