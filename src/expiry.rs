@@ -13,7 +13,7 @@ use redis_module::raw;
 use crate::error::LockError;
 use crate::store::{api, LockKey, OwnedString};
 use crate::waiters::{self, hand_off, now_ms, queue_len, selected_db, while_self_notifying};
-use crate::{guard, info};
+use crate::{guard, info, token};
 
 /// The lease of `key` now ends at `deadline_ms`: make sure a check runs right after it.
 pub fn deadline_changed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) {
@@ -48,8 +48,15 @@ pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
 pub fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i64) {
     let fire_at = deadline_ms.saturating_add(1);
     if waiters::claim_timer(db, key, fire_at) {
-        let delay = fire_at.saturating_sub(now_ms()).max(0);
-        schedule(ctx, db, key.to_vec(), delay, true);
+        // Rounded down: Redis's event loop may wake up to 1 ms after a timer is due, so
+        // the timer aims at the start of `fire_at`'s millisecond and a check that comes
+        // early re-arms for the next turn of the loop.
+        let delay = fire_at
+            .saturating_mul(1000)
+            .saturating_sub(token::now_us())
+            .div_euclid(1000)
+            .max(0);
+        schedule_at(ctx, db, key.to_vec(), delay, true, fire_at);
     }
 }
 
@@ -58,13 +65,31 @@ struct Check {
     key: Vec<u8>,
     /// The check is for a lease that ran out (counted in `expiry_handoffs`).
     expiry: bool,
+    /// The time (Unix ms) this check was armed for; 0 for an immediate check.
+    fire_at: i64,
 }
 
 fn schedule(ctx: *mut raw::RedisModuleCtx, db: c_int, key: Vec<u8>, delay_ms: i64, expiry: bool) {
+    schedule_at(ctx, db, key, delay_ms, expiry, 0);
+}
+
+fn schedule_at(
+    ctx: *mut raw::RedisModuleCtx,
+    db: c_int,
+    key: Vec<u8>,
+    delay_ms: i64,
+    expiry: bool,
+    fire_at: i64,
+) {
     let Some(create_timer) = (unsafe { raw::RedisModule_CreateTimer }) else {
         return;
     };
-    let data = Box::into_raw(Box::new(Check { db, key, expiry }));
+    let data = Box::into_raw(Box::new(Check {
+        db,
+        key,
+        expiry,
+        fire_at,
+    }));
     unsafe { create_timer(ctx, delay_ms, Some(run_check), data.cast::<c_void>()) };
 }
 
@@ -72,7 +97,7 @@ extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands us back the box made in `schedule`; it is ours to free.
     let check = unsafe { Box::from_raw(data.cast::<Check>()) };
     guard::callback("lock expiry timer", || {
-        waiters::timer_fired(check.db, &check.key, now_ms());
+        waiters::timer_fired(check.db, &check.key, now_ms().max(check.fire_at));
         check_lock(ctx, &check)
     });
 }

@@ -86,6 +86,59 @@ impl LockKey {
         }
     }
 
+    /// Reads the lock knowing who asks: when `owner` holds it, two field lookups replace
+    /// the scan of the hash.
+    pub fn read_as(&self, owner: &[u8]) -> Result<Option<Holding>, LockError> {
+        let key_type = api!(RedisModule_KeyType);
+        let value_length = api!(RedisModule_ValueLength);
+        let hash_get = api!(RedisModule_HashGet);
+        let free = api!(RedisModule_FreeString);
+        if self.key.is_null() {
+            return Ok(None);
+        }
+        match unsafe { key_type(self.key) } as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(None),
+            raw::REDISMODULE_KEYTYPE_HASH => {}
+            _ => return Err(LockError::WrongType),
+        }
+        let len = unsafe { value_length(self.key) };
+        if owner.first() == Some(&b'@') || !(1..=2).contains(&len) {
+            return self.read();
+        }
+        let field = self.string(owner)?;
+        let token_field = self.string(TOKEN_FIELD)?;
+        let mut count: *mut raw::RedisModuleString = ptr::null_mut();
+        let mut token: *mut raw::RedisModuleString = ptr::null_mut();
+        unsafe {
+            hash_get(
+                self.key,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                field.0,
+                &mut count as *mut _,
+                token_field.0,
+                &mut token as *mut _,
+                ptr::null_mut::<raw::RedisModuleString>(),
+            );
+        }
+        let text = |s: *mut raw::RedisModuleString| {
+            (!s.is_null()).then(|| redis_module::RedisString::string_as_slice(s).to_vec())
+        };
+        let (count_text, token_text) = (text(count), text(token));
+        for s in [count, token] {
+            if !s.is_null() {
+                unsafe { free(self.ctx, s) };
+            }
+        }
+        let fields: Fields = match (count_text, token_text, len) {
+            (Some(c), None, 1) => vec![(owner.to_vec(), c)],
+            (Some(c), Some(t), 2) => vec![(owner.to_vec(), c), (TOKEN_FIELD.to_vec(), t)],
+            _ => return self.read(),
+        };
+        Holding::from_fields(&fields)
+            .map(Some)
+            .map_err(|_| LockError::NotALock)
+    }
+
     fn scan_fields(&self) -> Result<Fields, LockError> {
         let create = api!(RedisModule_ScanCursorCreate);
         let destroy = api!(RedisModule_ScanCursorDestroy);

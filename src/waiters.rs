@@ -165,6 +165,9 @@ pub fn block(
 /// still hold the holding being given up. Returns the new token.
 pub fn hand_off(db: c_int, key: &LockKey) -> Result<Option<i64>, LockError> {
     let unblock = api!(RedisModule_UnblockClient);
+    if queue_len(db, key.name()) == 0 {
+        return Ok(None);
+    }
     // Never overwrite something that is not a lock.
     let occupied = key.read()?.is_some();
     let Some(waiter) = with(|r| r.pop(db, key.name())) else {

@@ -6,11 +6,11 @@
 //! them blocked at once; each is known to be queued (by `LOCK.INFO`'s `waiters`) before
 //! the next is sent, which makes arrival order exact.
 
-mod support;
 #[path = "waiting/foreign.rs"]
 mod foreign;
 #[path = "waiting/load.rs"]
 mod load;
+mod support;
 #[path = "waiting/wire.rs"]
 mod wire;
 
@@ -121,8 +121,14 @@ fn wait_times_out_with_nil() {
     let reply = waiter.call(&["LOCK.ACQUIRE", "k", "w", "WAIT", "200"]);
     let waited = started.elapsed();
     assert_eq!(reply, Reply::Nil);
-    assert!(waited >= Duration::from_millis(200), "gave up after {waited:?}");
-    assert!(waited < Duration::from_millis(1200), "gave up after {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(200),
+        "gave up after {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_millis(1200),
+        "gave up after {waited:?}"
+    );
     assert_eq!(stat(&mut con, "wait_timeouts"), 1);
     assert_eq!(queued(&mut con, "k"), 0);
     assert_eq!(stat(&mut con, "waiters"), 0);
@@ -183,7 +189,10 @@ fn an_expired_lease_goes_to_the_waiter_soon_after_the_deadline() {
     assert_eq!(stat(&mut con, "expiry_handoffs"), 1);
     let lease_end = int(&mut con, &["PEXPIRETIME", "k"]);
     let lease = lease_end - got_at;
-    assert!((4000..=5000).contains(&lease), "the waiter's lease is {lease} ms");
+    assert!(
+        (4000..=5000).contains(&lease),
+        "the waiter's lease is {lease} ms"
+    );
 }
 
 #[test]

@@ -35,10 +35,10 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
     let db = waiters::selected_db(ctx);
-    let mut current = key.read()?;
+    let mut current = key.read_as(parsed.owner)?;
     // A lock freed behind the module's back goes to its queue before any newcomer.
     if current.is_none() && waiters::serve_if_queued(db, &key)?.is_some() {
-        current = key.read()?;
+        current = key.read_as(parsed.owner)?;
     }
     match lock::acquire(current.as_ref(), parsed.owner) {
         AcquireStep::Fresh => {

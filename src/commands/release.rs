@@ -23,7 +23,7 @@ pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
     let owner = parse(&super::argv(args))?;
     let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
-    match lock::release(key.read()?.as_ref(), owner) {
+    match lock::release(key.read_as(owner)?.as_ref(), owner) {
         ReleaseStep::Remaining(count) => {
             key.write_count(owner, count)?;
             info::RELEASED.bump();

@@ -4,9 +4,7 @@
 
 use redis::Value;
 
-use crate::support::{
-    channel, hgetall, int, pexpiretime, raw, Server, Subscriber, DEFAULT_PREFIX,
-};
+use crate::support::{channel, hgetall, int, pexpiretime, raw, Server, Subscriber, DEFAULT_PREFIX};
 use crate::wire::Reply;
 use crate::{enqueue, owner, stat, token};
 
@@ -121,7 +119,12 @@ fn a_handoff_is_replicated() {
     let replica = master.replica();
     let mut con = master.conn();
     let first = int(&mut con, &["LOCK.ACQUIRE", "k", "holder", "LEASE", "60000"]);
-    let mut waiter = enqueue(&master, &mut con, "k", &["w", "LEASE", "45000", "WAIT", "0"]);
+    let mut waiter = enqueue(
+        &master,
+        &mut con,
+        "k",
+        &["w", "LEASE", "45000", "WAIT", "0"],
+    );
     assert_eq!(int(&mut con, &["LOCK.RELEASE", "k", "holder"]), 0);
     let handed = token(waiter.reply());
     assert!(handed > first);

@@ -1,0 +1,150 @@
+//! rlock-bench: runs rlock's `LOCK.*` commands and a Redisson-style Lua lock against the
+//! same `redis-server` (started here, on loopback, with the module loaded), alternating
+//! between them, and prints a Markdown table of both sides, their ratio and the targets.
+//!
+//! Usage: `cargo run --release -p rlock-bench -- [--quick] [--duration-secs N]`.
+//! The module comes from `$RLOCK_MODULE`, else `target/release/librlock.so`.
+//! The table also goes to `target/bench-report.md`.
+//!
+//! Layout: `suite.rs` runs the scenarios (`uncontended.rs`, `contended.rs`, `crash.rs`,
+//! `watchdog.rs`); `side.rs` holds both sides' commands and the baseline's scripts,
+//! `redisson.rs` its way of waiting; `server.rs` the server and its statistics;
+//! `report.rs` the table.
+
+mod clock;
+mod contended;
+mod crash;
+mod redisson;
+mod report;
+mod rows;
+mod server;
+mod side;
+mod suite;
+mod uncontended;
+mod watchdog;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
+       rlock-bench load PORT lua|rlock|plain DEPTH SECONDS   (scenario 1 alone, against a running server)
+       rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("worker") => contended::worker_main(&args[1..]),
+        Some("load") => load(&args[1..]),
+        Some("contend") => contend(&args[1..]),
+        _ => parse(&args).and_then(|plan| bench(&plan)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rlock-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse(args: &[String]) -> Result<suite::Plan, String> {
+    let mut quick = false;
+    let mut seconds = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--duration-secs" => {
+                let n = it
+                    .next()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|n| *n > 0.0);
+                seconds =
+                    Some(n.ok_or(format!("--duration-secs needs a positive number\n{USAGE}"))?);
+            }
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    let default = if quick { 1.0 } else { 6.0 };
+    let duration = Duration::from_secs_f64(seconds.unwrap_or(default));
+    Ok(if quick {
+        suite::Plan::quick(duration)
+    } else {
+        suite::Plan::full(duration)
+    })
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn bench(plan: &suite::Plan) -> Result<(), String> {
+    let module = std::env::var_os("RLOCK_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target/release/librlock.so"));
+    if !module.is_file() {
+        return Err(format!(
+            "module not found at {}: run `cargo build --release -p rlock` first",
+            module.display()
+        ));
+    }
+    let server = server::BenchServer::start(&module)?;
+    let results = suite::run(plan, &server);
+    drop(server);
+    let table = report::render(&results);
+    println!("{table}");
+    let path = workspace().join("target/bench-report.md");
+    std::fs::write(&path, &table).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("report written to {}", path.display());
+    Ok(())
+}
+
+/// `load PORT SIDE DEPTH SECONDS`: scenario 1 alone against a server started elsewhere
+/// (for instance under `perf record`).
+fn load(args: &[String]) -> Result<(), String> {
+    let [port, side, depth, seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE.to_owned())?;
+    let side = side::Side::parse(side).ok_or(USAGE.to_owned())?;
+    let depth: usize = depth.parse().map_err(|_| USAGE.to_owned())?;
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let mut con = server::connect(port).map_err(|e| e.to_string())?;
+    let scripts = side::Scripts::load(&mut con).map_err(|e| e.to_string())?;
+    let run = uncontended::run(
+        port,
+        &scripts,
+        side,
+        depth,
+        Duration::from_secs_f64(seconds),
+    );
+    println!(
+        "{}: {:.0} pairs/s, {:.2} server µs per pair, {:.2} server CPU ms per 1,000 pairs",
+        side.name(),
+        run.pairs_per_s(),
+        run.server_us_per_pair(),
+        run.cpu_ms_per_1000()
+    );
+    Ok(())
+}
+
+/// `contend PORT SIDE SECONDS`: scenario 2 alone against a server started elsewhere.
+fn contend(args: &[String]) -> Result<(), String> {
+    let [port, side, seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE.to_owned())?;
+    let side = side::Side::parse(side).ok_or(USAGE.to_owned())?;
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let run = contended::in_process(port, side, Duration::from_secs_f64(seconds));
+    println!(
+        "{}: {:.0} acquisitions/s, {:.1} server commands and {:.1} server CPU µs per acquisition",
+        side.name(),
+        run.per_s,
+        run.commands_per_acquisition,
+        1e6 * run.server.cpu_s / run.acquisitions.max(1) as f64
+    );
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! The rows of the report's main table: each metric for both sides, their ratio, and
+//! the target it is held to.
+
+use crate::contended;
+use crate::suite::Results;
+use crate::uncontended;
+
+pub struct Row {
+    pub scenario: &'static str,
+    pub metric: String,
+    pub lua: String,
+    pub rlock: String,
+    pub ratio: String,
+    pub plain: String,
+    pub target: &'static str,
+    pub pass: Option<bool>,
+}
+
+fn row(scenario: &'static str, metric: &str, lua: String, rlock: String, ratio: String) -> Row {
+    Row {
+        scenario,
+        metric: metric.to_owned(),
+        lua,
+        rlock,
+        ratio,
+        plain: String::new(),
+        target: "",
+        pass: None,
+    }
+}
+
+impl Row {
+    fn target(mut self, target: &'static str, pass: bool) -> Row {
+        self.target = target;
+        self.pass = Some(pass);
+        self
+    }
+
+    fn plain(mut self, plain: String) -> Row {
+        self.plain = plain;
+        self
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.is_infinite() {
+        "∞".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn ratio(rlock: f64, lua: f64) -> String {
+    if lua > 0.0 && rlock >= 0.0 && rlock.is_finite() {
+        format!("×{:.2}", rlock / lua)
+    } else {
+        "—".into()
+    }
+}
+
+fn pair(metric: &str, scenario: &'static str, lua: f64, rlock: f64) -> Row {
+    row(scenario, metric, num(lua), num(rlock), ratio(rlock, lua))
+}
+
+fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run; 3]) {
+    let [lua, rl, plain] = runs;
+    let s = if depth == 1 {
+        "1. uncontended, no pipelining"
+    } else {
+        "1. uncontended, depth 16"
+    };
+    let deep = depth > 1;
+    let rate = pair(
+        "acquire+release pairs/s",
+        s,
+        lua.pairs_per_s(),
+        rl.pairs_per_s(),
+    )
+    .plain(format!(
+        "{} ({})",
+        num(plain.pairs_per_s()),
+        ratio(plain.pairs_per_s(), lua.pairs_per_s())
+    ));
+    let rate_ok = rl.pairs_per_s() >= 2.5 * lua.pairs_per_s();
+    rows.push(if deep {
+        rate.target("≥ ×2.5", rate_ok)
+    } else {
+        rate
+    });
+    let us = pair(
+        "server µs per pair (commandstats)",
+        s,
+        lua.server_us_per_pair(),
+        rl.server_us_per_pair(),
+    )
+    .plain(num(plain.server_us_per_pair()));
+    let us_ok = rl.server_us_per_pair() * 3.0 <= lua.server_us_per_pair();
+    rows.push(if deep {
+        us.target("≤ ×0.33", us_ok)
+    } else {
+        us
+    });
+    rows.push(
+        pair(
+            "server CPU ms per 1,000 pairs",
+            s,
+            lua.cpu_ms_per_1000(),
+            rl.cpu_ms_per_1000(),
+        )
+        .plain(num(plain.cpu_ms_per_1000())),
+    );
+}
+
+fn contended_rows(rows: &mut Vec<Row>, s: &'static str, runs: &[contended::Run; 2], across: bool) {
+    let [lua, rl] = runs;
+    let label = format!(
+        "acquisitions/s ({} / {} in the window)",
+        lua.acquisitions, rl.acquisitions
+    );
+    let rate = pair(&label, s, lua.per_s, rl.per_s);
+    let need = if across { 3.0 } else { 2.0 };
+    rows.push(rate.target(
+        if across { "≥ ×3" } else { "≥ ×2" },
+        rl.per_s >= need * lua.per_s,
+    ));
+    rows.push(pair(
+        "handoff p50 µs (release returns → next acquire returns; < 0: the next holder's reply came first)",
+        s,
+        lua.handoff_p50_us,
+        rl.handoff_p50_us,
+    ));
+    rows.push(pair(
+        "handoff p99 µs",
+        s,
+        lua.handoff_p99_us,
+        rl.handoff_p99_us,
+    ));
+    let cmds = pair(
+        "server commands per acquisition",
+        s,
+        lua.commands_per_acquisition,
+        rl.commands_per_acquisition,
+    );
+    rows.push(if across {
+        cmds
+    } else {
+        cmds.target("rlock ≤ 2.5", rl.commands_per_acquisition <= 2.5)
+    });
+    let fair = |r: &contended::Run| {
+        if r.starved > 0 {
+            format!("∞ ({} of 64 got none)", r.starved)
+        } else {
+            num(r.fairness)
+        }
+    };
+    let f = row(
+        s,
+        "fairness: max/min acquisitions per waiter",
+        fair(lua),
+        fair(rl),
+        ratio(rl.fairness, lua.fairness),
+    );
+    rows.push(if across {
+        f.target("rlock ≤ 1.2", rl.fairness <= 1.2)
+    } else {
+        f
+    });
+}
+
+/// Every row, in the order of the scenarios.
+pub fn rows(r: &Results) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (depth, runs) in &r.uncontended {
+        uncontended_rows(&mut rows, *depth, runs);
+    }
+    contended_rows(
+        &mut rows,
+        "2. contended, 64 waiters, 1 process",
+        &r.contended,
+        false,
+    );
+    contended_rows(
+        &mut rows,
+        "6. contended, 64 waiters, 4 processes",
+        &r.across,
+        true,
+    );
+    let s = "3. holder crash, lease 1 s";
+    let [lua, rl] = [&r.crash[0], &r.crash[1]];
+    let (lua50, lua99) = (
+        crate::clock::percentile(lua, 50.0),
+        crate::clock::percentile(lua, 99.0),
+    );
+    let (rl50, rl99) = (
+        crate::clock::percentile(rl, 50.0),
+        crate::clock::percentile(rl, 99.0),
+    );
+    let trials = format!(
+        "deadline → acquisition p50 ms ({} / {} trials)",
+        lua.len(),
+        rl.len()
+    );
+    rows.push(pair(&trials, s, lua50, rl50));
+    rows.push(
+        pair("deadline → acquisition p99 ms", s, lua99, rl99)
+            .target("≤ Lua's, ≤ 2 ms", rl99 <= lua99 && rl99 <= 2.0),
+    );
+    rows.push(
+        row(
+            s,
+            "rlock expiry handoff p99 ms (issue 3)",
+            "—".into(),
+            num(rl99),
+            "—".into(),
+        )
+        .target("≤ 10 ms", rl99 <= 10.0),
+    );
+    let s = "4. watchdog";
+    let [lua, rl] = &r.watchdog;
+    let locks = format!(
+        "renewal round of {} locks, p50 ms ({} rounds)",
+        rl.locks, rl.rounds
+    );
+    rows.push(pair(&locks, s, lua.round_ms_p50, rl.round_ms_p50));
+    rows.push(pair(
+        "server CPU ms per round",
+        s,
+        lua.server_cpu_ms_per_round,
+        rl.server_cpu_ms_per_round,
+    ));
+    rows.push(pair(
+        "server µs per renewal (commandstats)",
+        s,
+        lua.server_us_per_renewal,
+        rl.server_us_per_renewal,
+    ));
+    let trips = row(
+        s,
+        "round trips per round (one connection)",
+        lua.round_trips_per_round.to_string(),
+        rl.round_trips_per_round.to_string(),
+        "—".into(),
+    );
+    rows.push(trips.target("1", rl.round_trips_per_round == 1));
+    let s = "5. memory";
+    rows.push(pair(
+        "used_memory bytes per held lock",
+        s,
+        r.watchdog[0].bytes_per_lock,
+        r.watchdog[1].bytes_per_lock,
+    ));
+    let [(lua_w, _), (rl_w, rl_wait)] = r.memory;
+    rows.push(pair(
+        "server bytes per queued waiter (rlock: its blocked connection; Lua: its share of one pub/sub connection)",
+        s,
+        lua_w,
+        rl_w,
+    ));
+    rows.push(row(
+        s,
+        "… of which the blocked wait itself",
+        "—".into(),
+        num(rl_wait),
+        "—".into(),
+    ));
+    rows
+}

@@ -1,0 +1,167 @@
+//! Runs every scenario, both sides in the same run, alternating between them.
+
+use std::time::Duration;
+
+use crate::contended;
+use crate::crash;
+use crate::server::{info, BenchServer};
+use crate::side::{Scripts, Side};
+use crate::uncontended;
+use crate::watchdog::{self, Renewals};
+
+/// How much to run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Per side, per measurement.
+    pub duration: Duration,
+    pub crash_trials: [usize; 2],
+    pub watchdog_locks: usize,
+    pub watchdog_rounds: usize,
+    pub memory_waiters: usize,
+}
+
+impl Plan {
+    pub fn full(duration: Duration) -> Plan {
+        Plan {
+            duration,
+            crash_trials: [20, 50],
+            watchdog_locks: 10_000,
+            watchdog_rounds: 20,
+            memory_waiters: 1000,
+        }
+    }
+
+    pub fn quick(duration: Duration) -> Plan {
+        Plan {
+            duration,
+            crash_trials: [10, 10],
+            watchdog_locks: 2000,
+            watchdog_rounds: 5,
+            memory_waiters: 100,
+        }
+    }
+}
+
+/// CPU use of one scenario: (server, bench client) in % of one core, for Lua, rlock and
+/// HSET+DEL.
+pub type CpuRow = (String, [Option<f64>; 6]);
+
+/// Everything measured; index 0 is the Lua baseline, 1 is rlock.
+pub struct Results {
+    pub cores: usize,
+    pub redis_version: String,
+    pub duration_s: f64,
+    pub uncontended: Vec<(usize, [uncontended::Run; 3])>,
+    pub contended: [contended::Run; 2],
+    pub across: [contended::Run; 2],
+    pub crash: [Vec<f64>; 2],
+    pub watchdog: [Renewals; 2],
+    pub memory: [(f64, f64); 2],
+    pub cpu: Vec<CpuRow>,
+}
+
+const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
+
+pub fn run(plan: &Plan, server: &BenchServer) -> Results {
+    let port = server.port();
+    let mut con = server.conn();
+    let scripts = Scripts::load(&mut con).expect("SCRIPT LOAD");
+    let mut cpu = Vec::new();
+    let mut uncontended = Vec::new();
+    for depth in [1, 16] {
+        eprintln!("scenario 1: uncontended, depth {depth}");
+        let runs =
+            alternate(|side| uncontended::run(port, &scripts, side, depth, plan.duration / 2));
+        let pct = |r: &uncontended::Run| {
+            [
+                Some(r.server.cpu_percent()),
+                Some(100.0 * r.client_cpu_s / r.server.wall_s),
+            ]
+        };
+        let [a, b, c] = [pct(&runs[0]), pct(&runs[1]), pct(&runs[2])];
+        cpu.push((
+            format!("1. uncontended, depth {depth}"),
+            [a[0], a[1], b[0], b[1], c[0], c[1]],
+        ));
+        uncontended.push((depth, runs));
+    }
+    eprintln!("scenario 2: contended, one process");
+    let contended = SIDES.map(|side| contended::in_process(port, side, plan.duration));
+    cpu.push(contended_cpu("2. contended, 1 process", &contended));
+    eprintln!("scenario 6: contended, four processes");
+    let across = [Side::Rlock, Side::Lua]
+        .map(|side| contended::across_processes(port, side, plan.duration, 4));
+    let across = [across[1].clone(), across[0].clone()];
+    cpu.push(contended_cpu(
+        "6. contended, 4 processes (clients: the 4 workers)",
+        &across,
+    ));
+    eprintln!("scenario 3: holder crash");
+    let crash = crashes(port, &scripts, plan.crash_trials);
+    eprintln!("scenarios 4 and 5: watchdog and memory");
+    let watchdog = SIDES.map(|side| {
+        watchdog::renewals(
+            port,
+            &scripts,
+            side,
+            plan.watchdog_locks,
+            plan.watchdog_rounds,
+        )
+    });
+    let memory =
+        SIDES.map(|side| watchdog::waiter_memory(port, &scripts, side, plan.memory_waiters));
+    Results {
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        redis_version: info(&mut con, &["server"])
+            .remove("redis_version")
+            .unwrap_or_default(),
+        duration_s: plan.duration.as_secs_f64(),
+        uncontended,
+        contended,
+        across,
+        crash,
+        watchdog,
+        memory,
+        cpu,
+    }
+}
+
+/// Runs Lua, rlock and HSET+DEL, then again in reverse order, and sums each side's halves.
+fn alternate(mut once: impl FnMut(Side) -> uncontended::Run) -> [uncontended::Run; 3] {
+    let order = [Side::Lua, Side::Rlock, Side::Plain];
+    let first = order.map(&mut once);
+    let mut second: Vec<uncontended::Run> = order.iter().rev().map(|s| once(*s)).collect();
+    second.reverse();
+    let mut halves = second.into_iter();
+    first.map(|a| match halves.next() {
+        Some(b) => a.merge(b),
+        None => a,
+    })
+}
+
+fn contended_cpu(name: &str, runs: &[contended::Run; 2]) -> CpuRow {
+    let pct = |r: &contended::Run| {
+        [
+            Some(r.server.cpu_percent()),
+            Some(100.0 * r.client_cpu_s / r.server.wall_s),
+        ]
+    };
+    let [a, b] = [pct(&runs[0]), pct(&runs[1])];
+    (name.to_owned(), [a[0], a[1], b[0], b[1], None, None])
+}
+
+/// Batches of crash trials, alternating sides until each has its count.
+fn crashes(port: u16, scripts: &Scripts, trials: [usize; 2]) -> [Vec<f64>; 2] {
+    let mut done: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut tag = 0;
+    while done[0].len() < trials[0] || done[1].len() < trials[1] {
+        for (i, side) in [(1, Side::Rlock), (0, Side::Lua)] {
+            let left = trials[i].saturating_sub(done[i].len()).min(crash::BATCH);
+            if left > 0 {
+                tag += 1;
+                done[i].extend(crash::batch(port, scripts, side, left, tag));
+            }
+        }
+    }
+    done
+}

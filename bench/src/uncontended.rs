@@ -1,0 +1,116 @@
+//! Scenario 1: every connection on keys of its own, acquire+release pairs for a fixed
+//! time, with and without pipelining.
+
+use std::thread;
+use std::time::Duration;
+
+use redis::{ConnectionLike, Value};
+
+use crate::clock::{cpu_seconds, now_ns, sleep_until};
+use crate::server::{connect, Delta, Snapshot};
+use crate::side::{Scripts, Side, LEASE_MS};
+
+pub const CONNECTIONS: usize = 50;
+
+/// One side's run at one pipelining depth.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub side: Side,
+    pub pairs: u64,
+    pub server: Delta,
+    pub client_cpu_s: f64,
+}
+
+impl Run {
+    pub fn pairs_per_s(&self) -> f64 {
+        self.pairs as f64 / self.server.wall_s
+    }
+
+    /// Server µs (from `INFO commandstats`) per acquire+release pair.
+    pub fn server_us_per_pair(&self) -> f64 {
+        self.server.usec_of(self.side.top_level_commands()) as f64 / self.pairs.max(1) as f64
+    }
+
+    /// Server CPU ms per 1,000 pairs.
+    pub fn cpu_ms_per_1000(&self) -> f64 {
+        1e6 * self.server.cpu_s / self.pairs.max(1) as f64
+    }
+
+    /// Sums two runs of the same side (the halves of an alternating run).
+    pub fn merge(self, other: Run) -> Run {
+        Run {
+            side: self.side,
+            pairs: self.pairs + other.pairs,
+            server: self.server.merge(&other.server),
+            client_cpu_s: self.client_cpu_s + other.client_cpu_s,
+        }
+    }
+}
+
+/// Runs `side` for `duration` on [`CONNECTIONS`] connections, `depth` pairs per round trip.
+pub fn run(port: u16, scripts: &Scripts, side: Side, depth: usize, duration: Duration) -> Run {
+    let start = now_ns() + 200_000_000;
+    let end = start + u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+    let workers: Vec<_> = (0..CONNECTIONS)
+        .map(|i| {
+            let batch = packed_batch(scripts, side, i, depth);
+            thread::spawn(move || drive(port, side, &batch, depth, start, end))
+        })
+        .collect();
+    let mut con = connect(port).expect("control connection");
+    sleep_until(start);
+    let before = Snapshot::take(&mut con);
+    let cpu_before = cpu_seconds().0;
+    sleep_until(end);
+    let after = Snapshot::take(&mut con);
+    let client_cpu_s = cpu_seconds().0 - cpu_before;
+    let pairs = workers
+        .into_iter()
+        .map(|w| w.join().expect("worker thread"))
+        .sum();
+    Run {
+        side,
+        pairs,
+        server: before.until(&after),
+        client_cpu_s,
+    }
+}
+
+/// `depth` acquire+release pairs on the keys of connection `conn`, packed once.
+fn packed_batch(scripts: &Scripts, side: Side, conn: usize, depth: usize) -> Vec<u8> {
+    let owner = format!("bench-{conn}:1");
+    let mut pipe = redis::pipe();
+    for j in 0..depth {
+        let key = format!("u:{}:{conn}:{j}", side.name());
+        pipe.add_command(side.acquire(scripts, &key, &owner, LEASE_MS));
+        pipe.add_command(side.release(scripts, &key, &owner));
+    }
+    pipe.get_packed_pipeline()
+}
+
+/// Sends `batch` over and over from `start` to `end`; returns the pairs done by `end`.
+fn drive(port: u16, side: Side, batch: &[u8], depth: usize, start: u64, end: u64) -> u64 {
+    let mut con = connect(port).expect("bench connection");
+    sleep_until(start);
+    let mut pairs = 0;
+    while now_ns() < end {
+        let replies = con
+            .req_packed_commands(batch, 0, 2 * depth)
+            .expect("pipeline");
+        check(side, &replies);
+        if now_ns() <= end {
+            pairs += depth as u64;
+        }
+    }
+    pairs
+}
+
+fn check(side: Side, replies: &[Value]) {
+    for pair in replies.chunks(2) {
+        assert!(
+            side.acquired(&pair[0]) && side.released(&pair[1]),
+            "{} pair replied {pair:?}",
+            side.name()
+        );
+    }
+}
