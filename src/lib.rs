@@ -9,7 +9,8 @@
 //! - `commands/` — one file per command: synopsis, args, handler.
 //! - `lock.rs` — the lock state machine, no Redis types; `args.rs` — argument parsing.
 //! - `store.rs` — the hash, its TTL, and replication of every write as its effect.
-//! - `waiters.rs` — FIFO queues of blocked clients and handoff; `expiry.rs` — lease timers.
+//! - `waiters.rs` — FIFO queues of blocked clients and handoff; `blocked.rs` — a blocked
+//!   client's life (wait deadline, reply, disconnect); `expiry.rs` — lease timers.
 //! - `events.rs` — keyspace and server events; `publish.rs` / `channel.rs` — the release
 //!   message; `token.rs` — fencing tokens; `config.rs`, `info.rs`, `docs.rs`,
 //!   `error.rs`, `guard.rs` (panic containment), `persist.rs` (the token counter in RDB).
@@ -22,6 +23,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 pub mod args;
+mod blocked;
 pub mod channel;
 pub mod commands;
 pub mod config;

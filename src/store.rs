@@ -59,6 +59,10 @@ impl LockKey {
         Ok(LockKey { ctx, key, name })
     }
 
+    pub fn ctx(&self) -> *mut raw::RedisModuleCtx {
+        self.ctx
+    }
+
     pub fn name(&self) -> &[u8] {
         redis_module::RedisString::string_as_slice(self.name)
     }

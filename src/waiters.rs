@@ -9,21 +9,34 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_void};
-use std::ptr;
 
 use redis_module::raw;
 
+use crate::blocked::{self, Outcome};
 use crate::error::LockError;
 use crate::info;
 use crate::store::{api, LockKey};
 use crate::{token, TOKENS};
 
-type Bc = *mut raw::RedisModuleBlockedClient;
+pub type Bc = *mut raw::RedisModuleBlockedClient;
 
-struct Waiter {
-    bc: Bc,
-    owner: Vec<u8>,
-    lease_ms: i64,
+/// A client blocked in `LOCK.ACQUIRE ... WAIT`.
+pub struct Waiter {
+    /// Unique for the module's lifetime (a handle's address may be reused).
+    pub id: u64,
+    pub bc: Bc,
+    pub owner: Vec<u8>,
+    pub lease_ms: i64,
+    /// The timer that ends its `WAIT`, if it has a limit.
+    pub deadline_timer: Option<raw::RedisModuleTimerID>,
+}
+
+/// A lock handed to a waiter whose reply has not gone out yet.
+pub struct Grant {
+    pub db: c_int,
+    pub key: Vec<u8>,
+    pub owner: Vec<u8>,
+    pub token: i64,
 }
 
 #[derive(Default)]
@@ -38,8 +51,8 @@ struct Registry {
     dbs: HashMap<c_int, HashMap<Vec<u8>, Queue>>,
     /// Where each blocked client is queued.
     index: HashMap<usize, (c_int, Vec<u8>)>,
-    /// Clients handed a lock whose reply has not gone out yet, with their token.
-    handed: HashMap<usize, i64>,
+    /// Clients handed a lock whose reply has not gone out yet.
+    handed: HashMap<usize, Grant>,
 }
 
 thread_local! {
@@ -85,17 +98,6 @@ impl Registry {
         Some(waiter)
     }
 
-    fn remove(&mut self, bc: Bc) -> bool {
-        let Some((db, key)) = self.index.remove(&(bc as usize)) else {
-            return false;
-        };
-        if let Some(queue) = self.queue_mut(db, &key) {
-            queue.waiters.retain(|w| w.bc != bc);
-        }
-        self.drop_if_empty(db, &key);
-        true
-    }
-
     fn drop_if_empty(&mut self, db: c_int, key: &[u8]) {
         if let Some(queues) = self.dbs.get_mut(&db) {
             if queues.get(key).is_some_and(|q| q.waiters.is_empty()) {
@@ -118,46 +120,45 @@ impl Registry {
     }
 }
 
-/// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit).
-pub fn block(
-    ctx: *mut raw::RedisModuleCtx,
-    db: c_int,
-    key: &LockKey,
-    owner: &[u8],
-    lease_ms: i64,
-    wait_ms: i64,
-) -> Result<(), LockError> {
-    let block_client = api!(RedisModule_BlockClient);
-    let on_disconnect = api!(RedisModule_SetDisconnectCallback);
-    let bc = unsafe {
-        block_client(
-            ctx,
-            Some(reply_granted),
-            Some(reply_timeout),
-            Some(free_token),
-            wait_ms,
-        )
-    };
-    if bc.is_null() {
-        return Err(LockError::MissingApi("RedisModule_BlockClient"));
-    }
-    unsafe { on_disconnect(bc, Some(forget_disconnected)) };
-    let name = key.name().to_vec();
+/// Queues a blocked client at the end of the queue of `key`.
+pub fn enqueue(db: c_int, key: &[u8], waiter: Waiter) {
     with(|r| {
-        r.index.insert(bc as usize, (db, name.clone()));
-        let queue = r.dbs.entry(db).or_default().entry(name).or_default();
-        queue.waiters.push_back(Waiter {
-            bc,
-            owner: owner.to_vec(),
-            lease_ms,
-        });
+        r.index.insert(waiter.bc as usize, (db, key.to_vec()));
+        let queue = r
+            .dbs
+            .entry(db)
+            .or_default()
+            .entry(key.to_vec())
+            .or_default();
+        queue.waiters.push_back(waiter);
     });
-    if let Ok(ttl) = key.ttl_ms() {
-        if ttl >= 0 {
-            crate::expiry::arm(ctx, db, key.name(), now_ms().saturating_add(ttl));
+}
+
+/// Takes a queued client out of its queue (only the waiter `id`, when given).
+pub fn take_waiter(bc: Bc, id: Option<u64>) -> Option<Waiter> {
+    with(|r| {
+        let (db, key) = r.index.get(&(bc as usize))?.clone();
+        let queue = r.queue_mut(db, &key)?;
+        let at = queue
+            .waiters
+            .iter()
+            .position(|w| w.bc == bc && id.is_none_or(|id| w.id == id))?;
+        let waiter = queue.waiters.remove(at)?;
+        r.index.remove(&(bc as usize));
+        r.drop_if_empty(db, &key);
+        Some(waiter)
+    })
+}
+
+/// Takes the grant of a client whose reply has not gone out, if any.
+pub fn take_grant(bc: Bc) -> Option<Grant> {
+    with(|r| {
+        let grant = r.handed.remove(&(bc as usize));
+        if r.handed.is_empty() {
+            r.handed = HashMap::new();
         }
-    }
-    Ok(())
+        grant
+    })
 }
 
 /// Hands the lock to the first waiter, if any: writes its holding (count 1, its lease,
@@ -176,11 +177,19 @@ pub fn hand_off(db: c_int, key: &LockKey) -> Result<Option<i64>, LockError> {
     if occupied {
         key.delete()?;
     }
+    blocked::stop_deadline(key.ctx(), waiter.deadline_timer);
     let token = TOKENS.issue(token::now_us());
     let deadline = now_ms().saturating_add(waiter.lease_ms);
     key.write_fresh(&waiter.owner, token, deadline)?;
-    with(|r| r.handed.insert(waiter.bc as usize, token));
-    unsafe { unblock(waiter.bc, Box::into_raw(Box::new(token)).cast::<c_void>()) };
+    let grant = Grant {
+        db,
+        key: key.name().to_vec(),
+        owner: waiter.owner,
+        token,
+    };
+    with(|r| r.handed.insert(waiter.bc as usize, grant));
+    let outcome = Box::new(Outcome::Granted(token));
+    unsafe { unblock(waiter.bc, Box::into_raw(outcome).cast::<c_void>()) };
     info::HANDOFFS.bump();
     Ok(Some(token))
 }
@@ -236,86 +245,6 @@ pub fn queued_keys(db: c_int) -> Vec<(c_int, Vec<u8>)> {
             .flat_map(|(d, qs)| qs.keys().map(move |k| (*d, k.clone())))
             .collect()
     })
-}
-
-unsafe extern "C" fn reply_granted(
-    ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
-    let token = unsafe {
-        let bc = raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx));
-        with(|r| {
-            r.handed.remove(&(bc as usize));
-            if r.handed.is_empty() {
-                r.handed = HashMap::new();
-            }
-        });
-        raw::RedisModule_GetBlockedClientPrivateData
-            .map(|f| f(ctx).cast::<i64>())
-            .filter(|p| !p.is_null())
-            .map(|p| *p)
-    };
-    reply_token(ctx, token)
-}
-
-unsafe extern "C" fn reply_timeout(
-    ctx: *mut raw::RedisModuleCtx,
-    _argv: *mut *mut raw::RedisModuleString,
-    _argc: c_int,
-) -> c_int {
-    let bc = unsafe { raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx)) };
-    // A handoff and the timeout can fall in the same event-loop turn: the lock was given,
-    // so the client gets its token, not nil.
-    let handed = with(|r| {
-        r.remove(bc);
-        r.handed.remove(&(bc as usize))
-    });
-    if handed.is_none() {
-        info::WAIT_TIMEOUTS.bump();
-    }
-    let status = reply_token(ctx, handed);
-    release_handle(bc);
-    status
-}
-
-/// Redis 7.0 frees a blocked client's handle only through `UnblockClient`, even after a
-/// timeout or a disconnect; the reply callback does not run for a client already gone.
-fn release_handle(bc: Bc) {
-    if bc.is_null() {
-        return;
-    }
-    if let Some(unblock) = unsafe { raw::RedisModule_UnblockClient } {
-        unsafe { unblock(bc, ptr::null_mut()) };
-    }
-}
-
-fn reply_token(ctx: *mut raw::RedisModuleCtx, token: Option<i64>) -> c_int {
-    unsafe {
-        match token {
-            Some(t) => raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, t)),
-            None => raw::RedisModule_ReplyWithNull.map(|f| f(ctx)),
-        };
-    }
-    raw::REDISMODULE_OK as c_int
-}
-
-unsafe extern "C" fn free_token(_ctx: *mut raw::RedisModuleCtx, privdata: *mut c_void) {
-    if !privdata.is_null() {
-        // Made by `Box::into_raw` in `hand_off`; Redis calls this exactly once.
-        drop(unsafe { Box::from_raw(privdata.cast::<i64>()) });
-    }
-}
-
-unsafe extern "C" fn forget_disconnected(_ctx: *mut raw::RedisModuleCtx, bc: Bc) {
-    let handed = with(|r| {
-        r.remove(bc);
-        r.handed.remove(&(bc as usize))
-    });
-    // A client handed the lock was unblocked already; any other one must be, to be freed.
-    if handed.is_none() {
-        release_handle(bc);
-    }
 }
 
 pub fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {

@@ -234,3 +234,63 @@ fn a_reentering_holder_is_never_queued() {
     assert_eq!(field(&info, "waiters"), Some(&Value::Int(0)));
     assert_eq!(stat(&mut con, "reentered"), 1);
 }
+
+/// A release that lands around a waiter's `WAIT` deadline: the waiter always gets an
+/// answer, its token or nil, and a token means it holds the lock.
+#[test]
+fn a_release_crossing_the_wait_deadline_always_answers() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let (mut granted, mut timed_out) = (0, 0);
+    for trial in 0..40u64 {
+        int(&mut con, &["LOCK.ACQUIRE", "k", "holder", "LEASE", "60000"]);
+        let owner = format!("w{trial}");
+        let mut waiter = enqueue(&server, &mut con, "k", &[&owner, "WAIT", "30"]);
+        // From 10 ms before the deadline to 10 ms after it, in 0.5 ms steps.
+        std::thread::sleep(Duration::from_micros(20_000 + trial * 500));
+        int(&mut con, &["LOCK.RELEASE", "k", "holder"]);
+        match waiter.reply_within(Duration::from_secs(2)) {
+            Some(Reply::Int(t)) => {
+                granted += 1;
+                let info = pairs(&raw(&mut con, &["LOCK.INFO", "k"]));
+                assert_eq!(field(&info, "token"), Some(&Value::Int(t)));
+                int(&mut con, &["LOCK.RELEASE", "k", &owner]);
+            }
+            Some(Reply::Nil) => {
+                timed_out += 1;
+                int(&mut con, &["LOCK.FORCERELEASE", "k"]);
+            }
+            other => panic!("trial {trial}: the waiter got {other:?}"),
+        }
+        assert_eq!(
+            int(&mut con, &["EXISTS", "k"]),
+            0,
+            "trial {trial}: a hold is left"
+        );
+    }
+    assert!(
+        granted > 0 && timed_out > 0,
+        "{granted} granted, {timed_out} timed out"
+    );
+}
+
+/// `CLIENT UNBLOCK` cannot interrupt a wait (a lost reply in Redis 7.0 otherwise); closing
+/// the connection does.
+#[test]
+fn client_unblock_does_not_interrupt_a_wait() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "holder", "LEASE", "60000"]);
+    let mut waiter = enqueue(&server, &mut con, "k", &["w", "WAIT", "0"]);
+    let list = text_of(&raw(&mut con, &["CLIENT", "LIST"])).unwrap_or_default();
+    let id = list
+        .lines()
+        .find(|line| line.contains("cmd=lock.acquire"))
+        .and_then(|line| line.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .expect("the waiter is in CLIENT LIST")
+        .to_owned();
+    assert_eq!(int(&mut con, &["CLIENT", "UNBLOCK", &id]), 0);
+    assert_eq!(queued(&mut con, "k"), 1);
+    int(&mut con, &["LOCK.RELEASE", "k", "holder"]);
+    token(waiter.reply());
+}

@@ -6,7 +6,7 @@ use crate::args::{self, Options};
 use crate::error::{LockError, Opt};
 use crate::lock::{self, AcquireStep};
 use crate::store::LockKey;
-use crate::{config, guard, info, token, waiters, TOKENS};
+use crate::{blocked, config, guard, info, token, waiters, TOKENS};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct AcquireArgs<'a> {
@@ -55,7 +55,7 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
         }
         AcquireStep::Contended => match parsed.options.wait {
             Some(wait) if can_block(ctx) => {
-                waiters::block(ctx, db, &key, parsed.owner, lease, wait)?;
+                blocked::block(ctx, db, &key, parsed.owner, lease, wait)?;
                 Ok(RedisValue::NoReply)
             }
             _ => Ok(RedisValue::Null),

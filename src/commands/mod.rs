@@ -25,7 +25,7 @@ fn key_arg(args: &[RedisString]) -> Result<*mut raw::RedisModuleString, LockErro
 
 /// A lock's last hold is gone: hand it to the first waiter, or delete it and publish the
 /// release message.
-fn free(ctx: *mut raw::RedisModuleCtx, key: &LockKey) -> Result<(), LockError> {
+pub(crate) fn free(ctx: *mut raw::RedisModuleCtx, key: &LockKey) -> Result<(), LockError> {
     let db = waiters::selected_db(ctx);
     if waiters::hand_off(db, key)?.is_none() {
         key.delete()?;
