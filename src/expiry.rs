@@ -44,9 +44,11 @@ pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
     }
 }
 
-/// Arms a check at `fire_at` (Unix ms) + 1, unless an earlier one is pending.
+/// Arms a check at `deadline_ms` (Unix ms), unless an earlier one is pending.
 pub fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i64) {
-    let fire_at = deadline_ms.saturating_add(1);
+    // The lease is over when the clock reaches its deadline (Redis itself would keep the
+    // key through that millisecond): the check hands it on then.
+    let fire_at = deadline_ms;
     if waiters::claim_timer(db, key, fire_at) {
         // Rounded down: Redis's event loop may wake up to 1 ms after a timer is due, so
         // the timer aims at the start of `fire_at`'s millisecond and a check that comes
@@ -124,6 +126,12 @@ fn serve_or_rearm(
     match key.read() {
         Ok(None) => {
             if hand_off(check.db, &key)?.is_some() && check.expiry {
+                info::EXPIRY_HANDOFFS.bump();
+            }
+        }
+        // The lease ended this millisecond: the holding is over.
+        Ok(Some(_)) if check.expiry && key.ttl_ms()? == 0 => {
+            if hand_off(check.db, &key)?.is_some() {
                 info::EXPIRY_HANDOFFS.bump();
             }
         }
