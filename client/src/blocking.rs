@@ -1,0 +1,237 @@
+//! A blocking (synchronous) API for applications without an async runtime. Reentrant per
+//! thread, as Redisson's `RLock`: a thread that acquires a lock it already holds gets another
+//! hold on it, and must release as many times.
+//!
+//! The [`BlockingClient`] runs a small tokio runtime of its own for the watchdog and the
+//! connections. Use it from plain threads, not from inside an async runtime.
+//!
+//! ```no_run
+//! use rlock_client::blocking::BlockingClient;
+//!
+//! # fn main() -> Result<(), rlock_client::Error> {
+//! let client = BlockingClient::open("redis://127.0.0.1:6379/")?;
+//! let lock = client.lock("lock:report");
+//! let outer = lock.acquire()?;
+//! let inner = lock.acquire()?; // same thread: reentry, 2 holds
+//! assert_eq!(inner.release()?, 1);
+//! assert_eq!(outer.release()?, 0);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use redis::IntoConnectionInfo;
+use tokio::runtime::{Builder, Runtime};
+
+use crate::client::{Client, Owner};
+use crate::error::{Error, LossReason, Result};
+use crate::guard::Guard;
+use crate::info::LockInfo;
+use crate::options::LockOptions;
+
+/// A runtime that is shut down without waiting, wherever it is dropped.
+#[derive(Debug)]
+struct Rt(Option<Runtime>);
+
+impl Rt {
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match &self.0 {
+            Some(rt) => rt.block_on(f),
+            None => unreachable!("the runtime lives until Rt is dropped"),
+        }
+    }
+}
+
+impl Drop for Rt {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A blocking client; cheap to clone. Owner ids are per thread: `<client id>:<n>`.
+#[derive(Clone)]
+pub struct BlockingClient {
+    client: Client,
+    rt: Arc<Rt>,
+    threads: Arc<Mutex<HashMap<ThreadId, Arc<str>>>>,
+}
+
+impl std::fmt::Debug for BlockingClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingClient")
+            .field("id", &self.client.id())
+            .finish()
+    }
+}
+
+impl BlockingClient {
+    /// Connects to the server at `url`; see [`Client::open`].
+    pub fn open<T: IntoConnectionInfo>(url: T) -> Result<BlockingClient> {
+        BlockingClient::from_redis(redis::Client::open(url)?)
+    }
+
+    /// Builds a blocking client over an existing [`redis::Client`].
+    pub fn from_redis(redis: redis::Client) -> Result<BlockingClient> {
+        let rt = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("rlock-client")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Redis(e.into()))?;
+        let rt = Rt(Some(rt));
+        let client = rt.block_on(Client::from_redis(redis))?;
+        Ok(BlockingClient {
+            client,
+            rt: Arc::new(rt),
+            threads: Arc::default(),
+        })
+    }
+
+    /// A lock on `name`, reentrant per thread.
+    pub fn lock(&self, name: impl Into<String>) -> BlockingLock {
+        BlockingLock {
+            client: self.clone(),
+            key: name.into(),
+            options: LockOptions::new(),
+        }
+    }
+
+    /// The calling thread's owner id.
+    pub fn thread_owner(&self) -> String {
+        self.owner().id().to_owned()
+    }
+
+    fn owner(&self) -> Owner {
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = threads
+            .entry(std::thread::current().id())
+            .or_insert_with(|| self.client.next_owner_id().into());
+        Owner::with_id(self.client.clone(), id.clone())
+    }
+
+    /// The state of lock `name`, or `None` if it is free; see [`Client::info`].
+    pub fn info(&self, name: &str) -> Result<Option<LockInfo>> {
+        self.rt.block_on(self.client.info(name))
+    }
+
+    /// Removes lock `name` whoever holds it; see [`Client::force_release`].
+    pub fn force_release(&self, name: &str) -> Result<bool> {
+        self.rt.block_on(self.client.force_release(name))
+    }
+
+    /// The async client underneath (its futures must run on a runtime of your own).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// A lock from [`BlockingClient::lock`].
+#[derive(Debug, Clone)]
+pub struct BlockingLock {
+    client: BlockingClient,
+    key: String,
+    options: LockOptions,
+}
+
+impl BlockingLock {
+    /// The lock's key.
+    pub fn name(&self) -> &str {
+        &self.key
+    }
+
+    /// Uses `options` for the following acquisitions.
+    pub fn options(mut self, options: LockOptions) -> BlockingLock {
+        self.options = options;
+        self
+    }
+
+    /// Acquires the lock as the calling thread; see [`Lock::acquire`](crate::Lock::acquire).
+    pub fn acquire(&self) -> Result<BlockingGuard> {
+        let lock = self.client.owner().lock(&self.key).options(self.options);
+        let guard = self.client.rt.block_on(lock.acquire())?;
+        Ok(self.wrap(guard))
+    }
+
+    /// Tries to acquire the lock as the calling thread, waiting up to `wait`; see
+    /// [`Lock::try_acquire`](crate::Lock::try_acquire).
+    pub fn try_acquire(&self, wait: Duration) -> Result<Option<BlockingGuard>> {
+        let lock = self.client.owner().lock(&self.key).options(self.options);
+        let guard = self.client.rt.block_on(lock.try_acquire(wait))?;
+        Ok(guard.map(|g| self.wrap(g)))
+    }
+
+    fn wrap(&self, guard: Guard) -> BlockingGuard {
+        BlockingGuard {
+            guard,
+            rt: self.client.rt.clone(),
+        }
+    }
+}
+
+/// One hold taken through the blocking API. Dropping it releases the hold before `drop`
+/// returns (in the background if dropped inside an async runtime).
+#[derive(Debug)]
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct BlockingGuard {
+    guard: Guard,
+    rt: Arc<Rt>,
+}
+
+impl BlockingGuard {
+    /// The fencing token; see [`Guard::token`].
+    pub fn token(&self) -> u64 {
+        self.guard.token()
+    }
+
+    /// The lock's key.
+    pub fn key(&self) -> &str {
+        self.guard.key()
+    }
+
+    /// The owner id (the acquiring thread's).
+    pub fn owner(&self) -> &str {
+        self.guard.owner()
+    }
+
+    /// True once the lock is known to be lost; see [`Guard::lost`].
+    pub fn is_lost(&self) -> bool {
+        self.guard.is_lost()
+    }
+
+    /// Why the lock was lost, if it was.
+    pub fn loss_reason(&self) -> Option<LossReason> {
+        self.guard.loss_reason()
+    }
+
+    /// Blocks until the lock is lost or `timeout` passes; the loss reason, if lost.
+    pub fn wait_lost(&self, timeout: Duration) -> Option<LossReason> {
+        let lost = async { tokio::time::timeout(timeout, self.guard.lost()).await };
+        self.rt.block_on(lost).ok()
+    }
+
+    /// Releases this one hold; see [`Guard::release`].
+    pub fn release(mut self) -> Result<u64> {
+        let release = self.guard.start_release();
+        self.rt.block_on(release)
+    }
+}
+
+impl Drop for BlockingGuard {
+    fn drop(&mut self) {
+        // Inside an async runtime blocking is not allowed: the guard's own drop releases in
+        // the background.
+        if self.guard.is_released() || tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        let release = self.guard.start_release();
+        if let Err(err) = self.rt.block_on(release) {
+            tracing::debug!(%err, "release of a dropped blocking guard failed");
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The client: one shared multiplexed connection, a pool of wait connections, one watchdog.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{IntoConnectionInfo, Value};
+use tokio::runtime::Handle;
+
+use crate::error::{Error, Result};
+use crate::info::LockInfo;
+use crate::lock::Lock;
+use crate::pool::WaitPool;
+use crate::watchdog::{Watchdog, WatchdogStats};
+
+/// A connection to a Redis server with the rlock module, and the factory of its locks.
+///
+/// Cheap to clone (all clones share one connection and one watchdog). Each client has a
+/// random id; owner ids are `<client id>:<n>`. The client's background work (the watchdog,
+/// background releases) runs on the tokio runtime it was opened on.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    id: String,
+    next_owner: AtomicU64,
+    pub(crate) conn: ConnectionManager,
+    pub(crate) waits: WaitPool,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) runtime: Handle,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.inner.id)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Connects to the server at `url` (e.g. `redis://127.0.0.1:6379/`).
+    ///
+    /// Fails with [`Error::ModuleMissing`] if the server does not have the rlock module.
+    /// Must be called within a tokio runtime, which then runs the client's background work.
+    pub async fn open<T: IntoConnectionInfo>(url: T) -> Result<Client> {
+        Client::from_redis(redis::Client::open(url)?).await
+    }
+
+    /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials).
+    pub async fn from_redis(redis: redis::Client) -> Result<Client> {
+        // Few, short reconnect retries: a dead server should fail `open` fast, and the
+        // watchdog retries every renewal period anyway.
+        let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_with_config(redis.clone(), config).await?;
+        check_module(&mut conn.clone()).await?;
+        let runtime = Handle::current();
+        let inner = Inner {
+            id: uuid::Uuid::new_v4().to_string(),
+            next_owner: AtomicU64::new(1),
+            watchdog: Watchdog::start(conn.clone(), &runtime),
+            waits: WaitPool::new(redis),
+            conn,
+            runtime,
+        };
+        tracing::debug!(client = %inner.id, "rlock client connected");
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// This client's random id, the prefix of its owner ids.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// A lock on `name` (the Redis key). Each acquisition through it uses a fresh owner id,
+    /// so it is not reentrant: take an [`Owner`] handle for reentrancy.
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.clone(), name.into(), None)
+    }
+
+    /// A new owner: locks taken through it are reentrant (the same owner acquiring a lock it
+    /// holds gets another hold on it, and needs as many releases).
+    pub fn owner(&self) -> Owner {
+        Owner {
+            id: self.next_owner_id().into(),
+            client: self.clone(),
+        }
+    }
+
+    /// The state of lock `name` (`LOCK.INFO`), or `None` if it is free.
+    pub async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
+        let mut conn = self.inner.conn.clone();
+        let cmd = redis::cmd("LOCK.INFO").arg(name).to_owned();
+        let reply: Value = cmd
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        Ok(LockInfo::from_reply(reply)?)
+    }
+
+    /// Removes lock `name` whoever holds it (`LOCK.FORCERELEASE`, an admin command). True if a
+    /// lock was removed. Its holder's guard notices at its next renewal.
+    pub async fn force_release(&self, name: &str) -> Result<bool> {
+        let mut conn = self.inner.conn.clone();
+        let cmd = redis::cmd("LOCK.FORCERELEASE").arg(name).to_owned();
+        let removed: i64 = cmd
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        Ok(removed == 1)
+    }
+
+    /// Counters of the watchdog's work: rounds, round trips, renewals, losses.
+    pub fn watchdog_stats(&self) -> WatchdogStats {
+        self.inner.watchdog.stats()
+    }
+
+    pub(crate) fn next_owner_id(&self) -> String {
+        let n = self.inner.next_owner.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.inner.id)
+    }
+}
+
+/// Asks the server whether it knows `LOCK.ACQUIRE`. A server that refuses `COMMAND INFO`
+/// (ACL) is given the benefit of the doubt: the first lock command will tell.
+async fn check_module(conn: &mut ConnectionManager) -> Result<()> {
+    let cmd = redis::cmd("COMMAND")
+        .arg("INFO")
+        .arg("LOCK.ACQUIRE")
+        .to_owned();
+    let reply: redis::RedisResult<Vec<Value>> = cmd.query_async(conn).await;
+    match reply {
+        Ok(found) if matches!(found.first(), None | Some(Value::Nil)) => {
+            Err(Error::ModuleMissing {
+                detail: "COMMAND INFO does not know LOCK.ACQUIRE".into(),
+            })
+        }
+        Ok(_) => Ok(()),
+        Err(err) if err.is_io_error() => Err(err.into()),
+        Err(err) => {
+            tracing::debug!(%err, "COMMAND INFO refused; not checking for the module");
+            Ok(())
+        }
+    }
+}
+
+/// An owner id for reentrant locking in async code, from [`Client::owner`].
+///
+/// Every lock taken through the same `Owner` (or its clones) is held by the same owner id,
+/// so acquiring a lock it already holds adds a hold instead of waiting.
+#[derive(Clone)]
+pub struct Owner {
+    client: Client,
+    id: Arc<str>,
+}
+
+impl fmt::Debug for Owner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Owner").field("id", &self.id).finish()
+    }
+}
+
+impl Owner {
+    /// The owner id, `<client id>:<n>`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Lock `name`, acquired as this owner.
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.client.clone(), name.into(), Some(self.id.clone()))
+    }
+
+    /// An owner with the id `id` on `client` (for example one owner per thread).
+    pub(crate) fn with_id(client: Client, id: Arc<str>) -> Owner {
+        Owner { client, id }
+    }
+}

@@ -1,0 +1,189 @@
+//! The client's one error type, mapped from the server's error codes.
+
+use std::fmt;
+use std::time::Duration;
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a held lock was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LossReason {
+    /// The server said the owner no longer holds the lock: a renewal answered 0, a release
+    /// answered `NOTHELD`, or the same owner was granted a new holding (new token) meanwhile.
+    /// Typical causes: `LOCK.FORCERELEASE`, a `DEL`, or the lease ran out on the server.
+    NotHeld,
+    /// The lease ran out without a successful renewal (for example the connection was down),
+    /// or, without the watchdog, the explicit lease ended.
+    Expired,
+}
+
+impl fmt::Display for LossReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LossReason::NotHeld => "the server says it is no longer held",
+            LossReason::Expired => "its lease ran out without renewal",
+        })
+    }
+}
+
+/// Everything that can go wrong in this crate.
+///
+/// Contention is not an error: [`Lock::try_acquire`](crate::Lock::try_acquire) answers
+/// `Ok(None)` when the lock stays busy.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered `NOTHELD`: the lock is not held by this owner.
+    #[error("lock '{key}' is not held by '{owner}'")]
+    NotHeld {
+        /// The lock's key.
+        key: String,
+        /// The owner id that was refused.
+        owner: String,
+    },
+    /// The guard's lock was lost before it was released; see [`LossReason`].
+    #[error("lock '{key}' was lost: {reason}")]
+    Lost {
+        /// The lock's key.
+        key: String,
+        /// Why the lock was lost.
+        reason: LossReason,
+    },
+    /// [`Lock::acquire`](crate::Lock::acquire) with a wait limit
+    /// ([`LockOptions::wait`](crate::LockOptions::wait)) did not get the lock in time.
+    #[error("timed out after {waited:?} waiting for lock '{key}'")]
+    Timeout {
+        /// The lock's key.
+        key: String,
+        /// The wait limit that ran out.
+        waited: Duration,
+    },
+    /// The lock was granted, but fewer replicas than
+    /// [`LockOptions::min_replicas`](crate::LockOptions::min_replicas) asked for acknowledged
+    /// the grant in time; the hold was released.
+    #[error(
+        "lock '{key}' was granted but only {acked} of {wanted} replicas acknowledged it in \
+         time; released it"
+    )]
+    NotReplicated {
+        /// The lock's key.
+        key: String,
+        /// The replicas required.
+        wanted: usize,
+        /// The replicas that acknowledged the grant.
+        acked: usize,
+    },
+    /// The server does not know the `LOCK.*` commands: the rlock module is not loaded.
+    #[error(
+        "the rlock module is not loaded on this Redis server ({detail}); \
+         start it with `--loadmodule /path/to/librlock.so`"
+    )]
+    ModuleMissing {
+        /// The server's own error text.
+        detail: String,
+    },
+    /// Any other error from the `redis` crate or the server (I/O, `WRONGTYPE`, `ERR ...`).
+    #[error(transparent)]
+    Redis(#[from] redis::RedisError),
+}
+
+impl Error {
+    /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.
+    pub(crate) fn from_command(err: redis::RedisError, key: &str, owner: &str) -> Error {
+        if err.code() == Some("NOTHELD") {
+            return Error::NotHeld {
+                key: key.to_owned(),
+                owner: owner.to_owned(),
+            };
+        }
+        Error::from(err).module_missing_if_unknown()
+    }
+
+    /// Turns `ERR unknown command 'LOCK....'` into [`Error::ModuleMissing`].
+    pub(crate) fn module_missing_if_unknown(self) -> Error {
+        match self {
+            Error::Redis(err) if is_unknown_lock_command(&err) => Error::ModuleMissing {
+                detail: err.to_string(),
+            },
+            other => other,
+        }
+    }
+
+    /// A failure of the client itself (a background task ended unexpectedly).
+    pub(crate) fn internal(what: &str) -> Error {
+        Error::Redis(redis::RedisError::from(std::io::Error::other(
+            what.to_owned(),
+        )))
+    }
+}
+
+fn is_unknown_lock_command(err: &redis::RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default().to_ascii_lowercase();
+    err.code() == Some("ERR") && detail.starts_with("unknown command") && detail.contains("lock.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(code: &str, detail: &str) -> redis::RedisError {
+        redis::make_extension_error(code.to_owned(), Some(detail.to_owned()))
+    }
+
+    #[test]
+    fn notheld_code_maps_to_not_held() {
+        let err = server_error("NOTHELD", "lock 'k' is not held by 'o'");
+        let mapped = Error::from_command(err, "k", "o");
+        assert!(matches!(&mapped, Error::NotHeld { key, owner } if key == "k" && owner == "o"));
+        assert_eq!(mapped.to_string(), "lock 'k' is not held by 'o'");
+    }
+
+    #[test]
+    fn unknown_lock_command_maps_to_module_missing() {
+        let err = server_error(
+            "ERR",
+            "unknown command 'LOCK.ACQUIRE', with args beginning with: 'k' 'o' ",
+        );
+        let mapped = Error::from_command(err, "k", "o");
+        assert!(matches!(mapped, Error::ModuleMissing { .. }), "{mapped:?}");
+        assert!(mapped.to_string().contains("rlock module is not loaded"));
+    }
+
+    #[test]
+    fn other_server_errors_stay_redis_errors() {
+        let err = server_error("WRONGTYPE", "key is not a lock");
+        let mapped = Error::from_command(err, "k", "o");
+        assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("WRONGTYPE")));
+    }
+
+    #[test]
+    fn lost_and_timeout_render_key_and_cause() {
+        let lost = Error::Lost {
+            key: "k".into(),
+            reason: LossReason::Expired,
+        };
+        assert_eq!(
+            lost.to_string(),
+            "lock 'k' was lost: its lease ran out without renewal"
+        );
+        let timeout = Error::Timeout {
+            key: "k".into(),
+            waited: Duration::from_millis(250),
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "timed out after 250ms waiting for lock 'k'"
+        );
+        let unreplicated = Error::NotReplicated {
+            key: "k".into(),
+            wanted: 2,
+            acked: 1,
+        };
+        assert_eq!(
+            unreplicated.to_string(),
+            "lock 'k' was granted but only 1 of 2 replicas acknowledged it in time; released it"
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! The guard of one held hold: its token, its loss signal, its release.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::error::{Error, LossReason, Result};
+use crate::options::LockOptions;
+use crate::registry::{Grant, Holding};
+
+/// One hold on a lock. While it lives, the client's watchdog renews the lock (unless it was
+/// taken with an explicit lease) and watches for its loss.
+///
+/// [`release`](Guard::release) is the clean path and reports the outcome. Dropping the guard
+/// stops the renewal at once and releases the hold in the background on the client's
+/// runtime; if that runtime has shut down, the hold ends with its lease instead.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct Guard {
+    client: Client,
+    holding: Arc<Holding>,
+    watchdog: bool,
+    released: bool,
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Guard")
+            .field("key", &self.holding.key)
+            .field("owner", &self.holding.owner)
+            .field("token", &self.holding.token)
+            .field("lost", &self.holding.lost_reason())
+            .finish()
+    }
+}
+
+impl Guard {
+    pub(crate) fn new(
+        client: &Client,
+        key: &str,
+        owner: &str,
+        token: u64,
+        options: LockOptions,
+        at: Instant,
+    ) -> Guard {
+        let watchdog = options.watchdog_enabled();
+        let grant = Grant {
+            key,
+            owner,
+            token,
+            lease: options.lease_duration(),
+            watchdog,
+            at,
+        };
+        Guard {
+            holding: client.inner.watchdog.register(&grant),
+            client: client.clone(),
+            watchdog,
+            released: false,
+        }
+    }
+
+    /// The fencing token of the holding: pass it to the resources you protect, and have them
+    /// refuse any token lower than the highest they have seen.
+    pub fn token(&self) -> u64 {
+        self.holding.token
+    }
+
+    /// The lock's key.
+    pub fn key(&self) -> &str {
+        &self.holding.key
+    }
+
+    /// The owner id holding the lock.
+    pub fn owner(&self) -> &str {
+        &self.holding.owner
+    }
+
+    /// Whether the watchdog renews this hold.
+    pub fn has_watchdog(&self) -> bool {
+        self.watchdog
+    }
+
+    /// True once the lock is known to be lost; the critical section is then unprotected.
+    pub fn is_lost(&self) -> bool {
+        self.holding.lost_reason().is_some()
+    }
+
+    /// Why the lock was lost, if it was.
+    pub fn loss_reason(&self) -> Option<LossReason> {
+        self.holding.lost_reason()
+    }
+
+    /// Resolves when the lock is lost: a renewal answered 0 (force release, deletion), or the
+    /// lease ran out without a successful renewal (connection down, or an explicit lease
+    /// ended). Never resolves while the lock is safely held.
+    ///
+    /// ```no_run
+    /// # async fn demo(guard: rlock_client::Guard) {
+    /// tokio::select! {
+    ///     reason = guard.lost() => eprintln!("lock lost ({reason}); abandoning the work"),
+    ///     () = do_the_work() => {}
+    /// }
+    /// # }
+    /// # async fn do_the_work() {}
+    /// ```
+    pub async fn lost(&self) -> LossReason {
+        let mut lost = self.holding.subscribe();
+        loop {
+            if let Some(reason) = *lost.borrow_and_update() {
+                return reason;
+            }
+            if lost.changed().await.is_err() {
+                // The sender lives in the holding this guard keeps alive.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Releases this one hold. Returns the holds that remain for the owner (0: the lock is
+    /// free, or handed to the next waiter). Fails with [`Error::Lost`] if the lock was lost
+    /// before the release.
+    ///
+    /// The renewal stops before the `LOCK.RELEASE` is sent: no `LOCK.RENEW` for this hold
+    /// reaches the server after it. Completes even if this future is dropped.
+    pub async fn release(mut self) -> Result<u64> {
+        self.start_release().await
+    }
+
+    /// Marks the guard released, stops the renewal now, and returns the (spawned) release.
+    pub(crate) fn start_release(&mut self) -> impl std::future::Future<Output = Result<u64>> {
+        self.released = true;
+        let job = release_job(&self.client, &self.holding, self.watchdog);
+        let task = self.client.inner.runtime.spawn(job);
+        async move {
+            task.await
+                .map_err(|_| Error::internal("the releasing task ended without an answer"))?
+        }
+    }
+
+    pub(crate) fn is_released(&self) -> bool {
+        self.released
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if !self.released {
+            tracing::debug!(key = %self.key(), owner = %self.owner(), "guard dropped; releasing in the background");
+            let job = release_job(&self.client, &self.holding, self.watchdog);
+            drop(self.client.inner.runtime.spawn(job));
+        }
+    }
+}
+
+/// Stops renewing this hold now, and returns the work that tells the server.
+fn release_job(
+    client: &Client,
+    holding: &Arc<Holding>,
+    watchdog: bool,
+) -> impl std::future::Future<Output = Result<u64>> + Send + 'static {
+    let counted = client.inner.watchdog.unregister(holding, watchdog);
+    let (client, holding) = (client.clone(), holding.clone());
+    async move {
+        let lost = holding.lost_reason();
+        if !counted {
+            let reason = lost.unwrap_or(LossReason::NotHeld);
+            return Err(lost_error(&holding, reason));
+        }
+        // A renewal round may be on its way with this lock in it: let it land first.
+        client.inner.watchdog.quiesce().await;
+        let mut conn = client.inner.conn.clone();
+        let cmd = redis::cmd("LOCK.RELEASE")
+            .arg(&holding.key)
+            .arg(&holding.owner)
+            .to_owned();
+        let answer = cmd.query_async::<u64>(&mut conn).await;
+        let answer = answer.map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
+        match (answer, lost) {
+            (_, Some(reason)) => Err(lost_error(&holding, reason)),
+            (Ok(remaining), None) => {
+                tracing::debug!(key = %holding.key, owner = %holding.owner, remaining, "lock released");
+                Ok(remaining)
+            }
+            (Err(Error::NotHeld { .. }), None) => {
+                client
+                    .inner
+                    .watchdog
+                    .mark_lost(&holding, LossReason::NotHeld);
+                Err(lost_error(&holding, LossReason::NotHeld))
+            }
+            (Err(err), None) => Err(err),
+        }
+    }
+}
+
+fn lost_error(holding: &Holding, reason: LossReason) -> Error {
+    Error::Lost {
+        key: holding.key.clone(),
+        reason,
+    }
+}

@@ -1,0 +1,148 @@
+use super::*;
+
+const LEASE: Duration = Duration::from_millis(300);
+
+fn grant(owner: &str, token: u64, watchdog: bool, at: Instant) -> Grant<'_> {
+    Grant {
+        key: "k",
+        owner,
+        token,
+        lease: LEASE,
+        watchdog,
+        at,
+    }
+}
+
+#[test]
+fn reentry_with_same_token_shares_the_holding_and_counts_holds() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let a = reg.register(&grant("o", 7, true, t0));
+    let b = reg.register(&grant("o", 7, true, t0));
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(reg.len(), 1);
+    assert!(
+        reg.unregister(&a, true),
+        "first release must reach the server"
+    );
+    assert_eq!(reg.len(), 1, "one hold remains");
+    assert!(reg.unregister(&b, true));
+    assert_eq!(reg.len(), 0);
+}
+
+#[test]
+fn new_token_for_same_owner_marks_the_old_holding_lost() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let old = reg.register(&grant("o", 7, true, t0));
+    let new = reg.register(&grant("o", 9, true, t0));
+    assert_eq!(old.lost_reason(), Some(LossReason::NotHeld));
+    assert_eq!(new.lost_reason(), None);
+    assert!(
+        !reg.unregister(&old, true),
+        "a stale guard must not release the new holding"
+    );
+    assert!(reg.unregister(&new, true));
+    assert_eq!(reg.len(), 0);
+}
+
+#[test]
+fn reentry_into_a_lost_holding_gets_a_fresh_generation_but_still_counts_old_holds() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let old = reg.register(&grant("o", 7, true, t0));
+    reg.mark_lost(&old, LossReason::Expired);
+    let new = reg.register(&grant("o", 7, true, t0));
+    assert!(!Arc::ptr_eq(&old, &new));
+    assert_eq!(new.lost_reason(), None);
+    assert!(
+        reg.unregister(&old, true),
+        "same token: the server counts this hold"
+    );
+    assert_eq!(reg.len(), 1);
+    assert!(reg.unregister(&new, true));
+    assert_eq!(reg.len(), 0);
+}
+
+#[test]
+fn only_watched_holdings_are_renewed_every_third_of_a_lease() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    reg.register(&grant("watched", 1, true, t0));
+    reg.register(&grant("fixed", 2, false, t0));
+    let period = reg.period().expect("one watched holding");
+    assert_eq!(period, Duration::from_millis(100));
+    assert_eq!(reg.next_wakeup(), Some(t0 + period));
+    let due = reg.due(t0 + period, period);
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].holding.owner, "watched");
+}
+
+#[test]
+fn renewal_moves_the_deadline_and_the_next_renewal() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    reg.register(&grant("o", 1, true, t0));
+    let t1 = t0 + Duration::from_millis(100);
+    let due = reg.due(t1, Duration::from_millis(100));
+    reg.attempted(&due[0], t1);
+    reg.renewed(&due[0], t1);
+    assert_eq!(reg.next_wakeup(), Some(t1 + Duration::from_millis(100)));
+    assert!(
+        reg.expire(t0 + LEASE).is_empty(),
+        "renewed past the first lease"
+    );
+    let lost = reg.expire(t1 + LEASE);
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].lost_reason(), Some(LossReason::Expired));
+}
+
+#[test]
+fn failed_rounds_let_the_lease_run_out() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let h = reg.register(&grant("o", 1, true, t0));
+    for step in 1..=2u32 {
+        let at = t0 + Duration::from_millis(100) * step;
+        for r in reg.due(at, Duration::from_millis(100)) {
+            reg.attempted(&r, at);
+        }
+        assert!(reg.expire(at).is_empty());
+    }
+    assert_eq!(reg.expire(t0 + LEASE).len(), 1);
+    assert_eq!(h.lost_reason(), Some(LossReason::Expired));
+    assert_eq!(reg.period(), None, "lost holdings are not renewed");
+    assert_eq!(reg.next_wakeup(), None);
+}
+
+#[test]
+fn explicit_lease_holding_expires_at_its_deadline_without_renewal() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let h = reg.register(&grant("o", 1, false, t0));
+    assert_eq!(reg.period(), None);
+    assert_eq!(reg.next_wakeup(), Some(t0 + LEASE));
+    assert!(reg.expire(t0 + LEASE - Duration::from_millis(1)).is_empty());
+    assert_eq!(reg.expire(t0 + LEASE).len(), 1);
+    assert!(h.lost_reason().is_some());
+}
+
+#[test]
+fn mark_lost_reports_only_the_first_loss() {
+    let mut reg = Registry::default();
+    let h = reg.register(&grant("o", 1, true, Instant::now()));
+    assert!(reg.mark_lost(&h, LossReason::NotHeld));
+    assert!(!reg.mark_lost(&h, LossReason::Expired));
+    assert_eq!(h.lost_reason(), Some(LossReason::NotHeld));
+}
+
+#[test]
+fn holds_counts_live_guards_of_the_same_token_only() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    reg.register(&grant("o", 7, true, t0));
+    reg.register(&grant("o", 7, false, t0));
+    assert_eq!(reg.holds("k", "o", 7), 2);
+    assert_eq!(reg.holds("k", "o", 8), 0);
+    assert_eq!(reg.holds("k", "other", 7), 0);
+}

@@ -1,0 +1,54 @@
+//! Confirming a grant on replicas: Redis's `WAIT` after the acquisition, on the connection
+//! that acquired (`WAIT` counts the replicas that have that connection's last write).
+
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::guard::Guard;
+use crate::options::ceil_ms;
+use crate::pool::WaitConn;
+
+/// Waits up to `timeout` for `wanted` replicas to acknowledge the grant `guard` holds, made
+/// on `conn`. Releases the hold and fails if fewer do.
+pub(crate) async fn confirm(
+    client: &Client,
+    guard: Guard,
+    mut conn: WaitConn,
+    wanted: usize,
+    timeout: Duration,
+) -> Result<Guard> {
+    // `WAIT n 0` would block forever.
+    let timeout_ms = ceil_ms(timeout).max(1);
+    let cmd = redis::cmd("WAIT").arg(wanted).arg(timeout_ms).to_owned();
+    let acked = match cmd.query_async::<usize>(&mut conn.conn).await {
+        Ok(acked) => {
+            client.inner.waits.put(conn);
+            acked
+        }
+        Err(err) => {
+            give_back(guard).await;
+            return Err(err.into());
+        }
+    };
+    if acked >= wanted {
+        tracing::debug!(key = %guard.key(), acked, "grant acknowledged by replicas");
+        return Ok(guard);
+    }
+    let key = guard.key().to_owned();
+    tracing::warn!(
+        key,
+        wanted,
+        acked,
+        "grant not acknowledged by enough replicas; releasing"
+    );
+    give_back(guard).await;
+    Err(Error::NotReplicated { key, wanted, acked })
+}
+
+async fn give_back(guard: Guard) {
+    let (key, owner) = (guard.key().to_owned(), guard.owner().to_owned());
+    if let Err(err) = guard.release().await {
+        tracing::warn!(key, owner, %err, "could not release an unconfirmed grant");
+    }
+}

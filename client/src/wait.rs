@@ -1,0 +1,125 @@
+//! `LOCK.ACQUIRE ... WAIT` on a connection of its own, and how a wait is abandoned.
+//!
+//! The server answers a wait with the token when it hands the lock over, or nil at the `WAIT`
+//! deadline (the two may cross: either answer is the truth). Nothing else ends a wait, not
+//! even `CLIENT UNBLOCK`: the only way to stop one early is to close its connection.
+//!
+//! So when the caller goes away, the wait's connection is killed (`CLIENT KILL ID` from the
+//! shared connection: once it answers, the server has dropped the waiter) and never reused.
+//! A grant the server made before the kill but had not yet replied is taken back by the
+//! server itself; one whose reply was already on its way is ours, and released after a
+//! `LOCK.INFO` check. A wait whose reply is [`REPLY_GRACE`] past its deadline (a dead server
+//! or connection) is abandoned the same way, and fails.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::{sleep_until, Instant};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::pool::WaitConn;
+
+/// How late a due reply may be before the wait is given up as dead.
+const REPLY_GRACE: Duration = Duration::from_secs(2);
+
+/// One wait for `key` as `owner`.
+pub(crate) struct Wait<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) key: &'a str,
+    pub(crate) owner: &'a str,
+    pub(crate) lease_ms: u64,
+    /// `None`: no limit (`WAIT 0`).
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Wait<'_> {
+    /// Waits for the lock; `Ok(None)` if the wait ended without it (or the caller went away).
+    ///
+    /// On a grant, returns the connection that carried it (it is the one whose write the
+    /// grant is) for the caller to give back to the pool.
+    pub(crate) async fn run<T>(
+        &self,
+        caller: &mut oneshot::Sender<T>,
+    ) -> Result<Option<(u64, WaitConn)>> {
+        let mut waiter = self.client.inner.waits.get().await?;
+        let wait_ms = match self.deadline {
+            None => 0,
+            Some(d) => crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1),
+        };
+        let mut cmd = redis::cmd("LOCK.ACQUIRE");
+        cmd.arg(self.key)
+            .arg(self.owner)
+            .arg("LEASE")
+            .arg(self.lease_ms)
+            .arg("WAIT")
+            .arg(wait_ms);
+        let overdue = self.deadline.map(|d| d + REPLY_GRACE);
+        let answer = tokio::select! {
+            biased;
+            answer = cmd.query_async::<Option<u64>>(&mut waiter.conn) => answer,
+            () = caller.closed() => {
+                tracing::debug!(key = %self.key, owner = %self.owner, "acquire cancelled while waiting");
+                self.abandon(waiter).await;
+                return Ok(None);
+            }
+            () = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
+                tracing::warn!(key = %self.key, owner = %self.owner, "no reply to a WAIT in time; abandoning it");
+                self.abandon(waiter).await;
+                return Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no reply to LOCK.ACQUIRE ... WAIT by its deadline",
+                ))));
+            }
+        };
+        match answer {
+            Ok(Some(token)) => Ok(Some((token, waiter))),
+            Ok(None) => {
+                self.client.inner.waits.put(waiter);
+                Ok(None)
+            }
+            Err(err) => Err(Error::from_command(err, self.key, self.owner)),
+        }
+    }
+
+    /// Ends the wait by killing its connection, then releases a grant that crossed the kill.
+    async fn abandon(&self, waiter: WaitConn) {
+        let mut conn = self.client.inner.conn.clone();
+        let kill = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("ID")
+            .arg(waiter.id)
+            .to_owned();
+        if let Err(err) = kill.query_async::<i64>(&mut conn).await {
+            // Without the right to kill (ACL), closing our end is all we can do; the server
+            // drops the waiter when it notices.
+            tracing::warn!(key = %self.key, %err, "CLIENT KILL refused; closing the wait connection");
+        }
+        drop(waiter);
+        release_unreported(self.client, self.key, self.owner).await;
+    }
+}
+
+/// A `LOCK.ACQUIRE` by `owner` on `key` may have been granted without its reply reaching us:
+/// release the one hold the server counts beyond the guards this client knows of. Sound for
+/// the fresh owner of one acquisition; for a shared owner handle, an acquisition of the same
+/// owner still in flight may be counted as unknown.
+pub(crate) async fn release_unreported(client: &Client, key: &str, owner: &str) {
+    let info = match client.info(key).await {
+        Ok(Some(info)) if info.owner == owner => info,
+        Ok(_) => return,
+        Err(err) => return tracing::warn!(key, %err, "could not check the lock after a lost reply"),
+    };
+    let known = client.inner.watchdog.local_holds(key, owner, info.token) as u64;
+    if info.holds <= known {
+        return;
+    }
+    let mut conn = client.inner.conn.clone();
+    let release = redis::cmd("LOCK.RELEASE").arg(key).arg(owner).to_owned();
+    match release.query_async::<u64>(&mut conn).await {
+        Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
+        Err(err) => {
+            tracing::warn!(key, owner, %err, "could not release a hold granted without a reply")
+        }
+    }
+}

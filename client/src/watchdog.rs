@@ -1,0 +1,220 @@
+//! The watchdog: one background task per client that renews every held lock with one
+//! pipelined round of `LOCK.RENEW` per renewal period, and notices lost locks.
+//!
+//! The task's shape is mini-redis's drop guard: it sleeps until the next renewal or lease end,
+//! wakes early when the registry changes, and stops when the client's last handle is dropped
+//! (the [`Watchdog`] owns the sending half of its shutdown channel).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use tokio::sync::{oneshot, Notify};
+use tokio::time::{sleep, sleep_until, timeout, Instant};
+
+use crate::error::LossReason;
+use crate::registry::{Grant, Holding, Registry, Renewal};
+
+/// Counters of the watchdog's work, from [`Client::watchdog_stats`](crate::Client::watchdog_stats).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WatchdogStats {
+    /// Renewal rounds run (rounds with at least one lock to renew).
+    pub rounds: u64,
+    /// Round trips to the server those rounds cost (one pipeline per connection per round).
+    pub round_trips: u64,
+    /// `LOCK.RENEW` commands sent.
+    pub renewals: u64,
+    /// Rounds whose pipeline failed or timed out.
+    pub failed_rounds: u64,
+    /// How long the last round's round trip took.
+    pub last_round: Duration,
+    /// Locks lost while held (renewal answered 0, or the lease ran out).
+    pub losses: u64,
+    /// Distinct holdings currently recorded by the client.
+    pub holdings: usize,
+}
+
+struct Shared {
+    registry: Mutex<Registry>,
+    wake: Notify,
+    /// Held for the whole of a round, so that a release can wait for the round that may
+    /// contain its lock, and no `LOCK.RENEW` reaches the server after the `LOCK.RELEASE`.
+    in_flight: tokio::sync::Mutex<()>,
+    stats: Mutex<WatchdogStats>,
+}
+
+impl Shared {
+    fn registry(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stats(&self) -> MutexGuard<'_, WatchdogStats> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The handle on a client's watchdog task; dropping it stops the task.
+pub(crate) struct Watchdog {
+    shared: Arc<Shared>,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Watchdog {
+    /// Starts the task on `runtime`, renewing over `conn`.
+    pub(crate) fn start(conn: ConnectionManager, runtime: &tokio::runtime::Handle) -> Watchdog {
+        let shared = Arc::new(Shared {
+            registry: Mutex::new(Registry::default()),
+            wake: Notify::new(),
+            in_flight: tokio::sync::Mutex::new(()),
+            stats: Mutex::new(WatchdogStats::default()),
+        });
+        let (stop, stopped) = oneshot::channel();
+        runtime.spawn(run(shared.clone(), conn, stopped));
+        Watchdog {
+            shared,
+            _stop: stop,
+        }
+    }
+
+    /// Records a grant; the watchdog renews it if asked to and watches its lease.
+    pub(crate) fn register(&self, grant: &Grant<'_>) -> Arc<Holding> {
+        let holding = self.shared.registry().register(grant);
+        self.shared.wake.notify_one();
+        holding
+    }
+
+    /// Stops renewing one hold at once; true if a `LOCK.RELEASE` must follow.
+    pub(crate) fn unregister(&self, holding: &Holding, watchdog: bool) -> bool {
+        self.shared.registry().unregister(holding, watchdog)
+    }
+
+    /// Marks a holding lost (the server answered `NOTHELD`).
+    pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
+        if self.shared.registry().mark_lost(holding, reason) {
+            self.shared.stats().losses += 1;
+            tracing::warn!(key = %holding.key, owner = %holding.owner, %reason, "lock lost");
+        }
+    }
+
+    /// How many live guards of this client hold `(key, owner)` with `token`.
+    pub(crate) fn local_holds(&self, key: &str, owner: &str, token: u64) -> usize {
+        self.shared.registry().holds(key, owner, token)
+    }
+
+    /// Waits until no renewal round is in flight.
+    pub(crate) async fn quiesce(&self) {
+        drop(self.shared.in_flight.lock().await);
+    }
+
+    /// A snapshot of the counters.
+    pub(crate) fn stats(&self) -> WatchdogStats {
+        let holdings = self.shared.registry().len();
+        WatchdogStats {
+            holdings,
+            ..self.shared.stats().clone()
+        }
+    }
+}
+
+async fn run(shared: Arc<Shared>, mut conn: ConnectionManager, mut stop: oneshot::Receiver<()>) {
+    loop {
+        let next = shared.registry().next_wakeup();
+        let wakeup = async {
+            match next {
+                Some(at) => sleep_until(at).await,
+                None => sleep(Duration::from_secs(3600)).await,
+            }
+        };
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = shared.wake.notified() => continue,
+            _ = wakeup => round(&shared, &mut conn).await,
+        }
+    }
+    tracing::debug!("watchdog stopped");
+}
+
+/// One round: renew what is due in one pipeline, then mark lost what ran out.
+async fn round(shared: &Shared, conn: &mut ConnectionManager) {
+    let flight = shared.in_flight.lock().await;
+    let now = Instant::now();
+    let period = shared.registry().period();
+    if let Some(period) = period {
+        let due = shared.registry().due(now, period);
+        if !due.is_empty() {
+            renew(shared, conn, &due, period).await;
+        }
+    }
+    drop(flight);
+    let expired = shared.registry().expire(Instant::now());
+    if !expired.is_empty() {
+        shared.stats().losses += expired.len() as u64;
+    }
+    for h in expired {
+        let reason = LossReason::Expired;
+        tracing::warn!(key = %h.key, owner = %h.owner, %reason, "lock lost");
+    }
+}
+
+async fn renew(shared: &Shared, conn: &mut ConnectionManager, due: &[Renewal], period: Duration) {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors();
+    for r in due {
+        let h = &r.holding;
+        let lease_ms = crate::options::ceil_ms(r.lease);
+        pipe.cmd("LOCK.RENEW")
+            .arg(&h.key)
+            .arg(&h.owner)
+            .arg("LEASE")
+            .arg(lease_ms);
+    }
+    let sent = Instant::now();
+    let answer = timeout(
+        period,
+        pipe.query_async::<Vec<redis::RedisResult<i64>>>(conn),
+    )
+    .await;
+    let took = sent.elapsed();
+    {
+        let mut stats = shared.stats();
+        stats.rounds += 1;
+        stats.round_trips += 1;
+        stats.renewals += due.len() as u64;
+        stats.last_round = took;
+    }
+    let mut registry = shared.registry();
+    for r in due {
+        registry.attempted(r, sent);
+    }
+    let replies = match answer {
+        Ok(Ok(replies)) => replies,
+        Ok(Err(err)) => return failed(shared, due.len(), &err.to_string()),
+        Err(_) => return failed(shared, due.len(), "no answer within the renewal period"),
+    };
+    let mut refused = Vec::new();
+    for (r, reply) in due.iter().zip(replies) {
+        match reply {
+            Ok(1) => registry.renewed(r, sent),
+            Ok(_) => refused.push(r.holding.clone()),
+            Err(err) if err.code() == Some("WRONGTYPE") => refused.push(r.holding.clone()),
+            Err(err) => tracing::warn!(key = %r.holding.key, %err, "lock renewal failed"),
+        }
+    }
+    drop(registry);
+    for h in refused {
+        let mut registry = shared.registry();
+        if registry.mark_lost(&h, LossReason::NotHeld) {
+            drop(registry);
+            shared.stats().losses += 1;
+            let reason = LossReason::NotHeld;
+            tracing::warn!(key = %h.key, owner = %h.owner, %reason, "lock lost");
+        }
+    }
+    tracing::debug!(locks = due.len(), ?took, "locks renewed");
+}
+
+fn failed(shared: &Shared, locks: usize, why: &str) {
+    shared.stats().failed_rounds += 1;
+    tracing::warn!(locks, why, "lock renewal round failed; retrying");
+}

@@ -1,0 +1,202 @@
+//! Acquire, try_acquire, waiting, release, drop, info, and errors from the server.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rlock_client::{Client, Error, LockOptions};
+use support::{eventually, Server};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_gives_a_guard_with_token_key_and_owner() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let guard = client.lock("lock:a").acquire().await.unwrap();
+    assert_eq!(guard.key(), "lock:a");
+    assert!(guard.owner().starts_with(&format!("{}:", client.id())));
+    assert!(guard.has_watchdog());
+    let info = server.info("lock:a").expect("held");
+    assert_eq!(info.owner, guard.owner());
+    assert_eq!(info.holds, 1);
+    assert_eq!(info.token, guard.token());
+    assert!(
+        info.ttl > 25_000 && info.ttl <= 30_000,
+        "default lease 30 s, got {info:?}"
+    );
+    let via_client = client.info("lock:a").await.unwrap().expect("held");
+    assert_eq!(via_client.owner, guard.owner());
+    assert_eq!(via_client.token, guard.token());
+    assert_eq!(guard.release().await.unwrap(), 0);
+    assert_eq!(server.info("lock:a"), None);
+    assert_eq!(client.info("lock:a").await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_acquire_on_a_busy_lock_waits_then_answers_none() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let held = client.lock("busy").acquire().await.unwrap();
+    let started = Instant::now();
+    let got = client
+        .lock("busy")
+        .try_acquire(Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    assert!(
+        started.elapsed() >= Duration::from_millis(190),
+        "{:?}",
+        started.elapsed()
+    );
+    let no_wait = client
+        .lock("busy")
+        .try_acquire(Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(no_wait.is_none());
+    assert_eq!(server.info("busy").unwrap().waiters, 0);
+    held.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_with_a_wait_limit_times_out_with_the_key() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let _held = client.lock("slow").acquire().await.unwrap();
+    let limited = LockOptions::new().wait(Duration::from_millis(150));
+    let err = client
+        .lock("slow")
+        .options(limited)
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Timeout { key, waited } if key == "slow" && *waited == Duration::from_millis(150)),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "timed out after 150ms waiting for lock 'slow'"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_gets_the_lock_with_a_higher_token_when_it_is_released() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let first = client.lock("handoff").acquire().await.unwrap();
+    let first_token = first.token();
+    let lock = client.lock("handoff");
+    let waiter = tokio::spawn(async move { lock.acquire().await });
+    assert!(eventually(SECOND, || server.info("handoff").unwrap().waiters == 1).await);
+    // The shared connection is not blocked by the waiter.
+    let info = tokio::time::timeout(SECOND, client.info("handoff")).await;
+    assert_eq!(info.unwrap().unwrap().unwrap().waiters, 1);
+    first.release().await.unwrap();
+    let second = tokio::time::timeout(5 * SECOND, waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(second.token() > first_token);
+    assert_eq!(server.info("handoff").unwrap().owner, second.owner());
+    second.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_happens_on_a_connection_of_its_own() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let held = client.lock("own-conn").acquire().await.unwrap();
+    let lock = client.lock("own-conn");
+    let waiter = tokio::spawn(async move { lock.acquire().await });
+    assert!(eventually(SECOND, || server.info("own-conn").unwrap().waiters == 1).await);
+    let clients: String = server.cmd(&["CLIENT", "LIST"]);
+    let blocked: Vec<_> = clients.lines().filter(|l| l.contains("flags=b")).collect();
+    assert_eq!(blocked.len(), 1, "{clients}");
+    assert!(blocked[0].contains("cmd=lock.acquire"), "{clients}");
+    // Everything else still flows over the shared connection meanwhile.
+    let other = client.lock("other").acquire().await.unwrap();
+    other.release().await.unwrap();
+    held.release().await.unwrap();
+    waiter.await.unwrap().unwrap().release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_guard_releases_in_the_background() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let guard = client.lock("dropped").acquire().await.unwrap();
+    drop(guard);
+    assert!(eventually(2 * SECOND, || server.info("dropped").is_none()).await);
+    assert!(eventually(SECOND, || client.watchdog_stats().holdings == 0).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_from_an_existing_redis_client_and_force_release() {
+    let server = Server::start();
+    let client = Client::from_redis(server.redis()).await.unwrap();
+    let guard = client.lock("forced").acquire().await.unwrap();
+    assert!(client.force_release("forced").await.unwrap());
+    assert!(!client.force_release("forced").await.unwrap());
+    let err = guard.release().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Lost { key, .. } if key == "forced"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_come_back_with_their_code() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    server.cmd::<()>(&["SET", "plain", "x"]);
+    let err = client.lock("plain").acquire().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Redis(e) if e.code() == Some("WRONGTYPE")),
+        "{err:?}"
+    );
+    let zero = LockOptions::new().lease(Duration::ZERO);
+    let err = client
+        .lock("zero")
+        .options(zero)
+        .acquire()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Redis(e) if e.code() == Some("ERR")),
+        "{err:?}"
+    );
+    assert_eq!(server.info("zero"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_unblock_does_not_end_a_wait() {
+    let server = Server::start();
+    let client = Client::open(server.url()).await.unwrap();
+    let held = client.lock("patient").acquire().await.unwrap();
+    let lock = client.lock("patient");
+    let waiter = tokio::spawn(async move { lock.acquire().await });
+    assert!(eventually(SECOND, || server.info("patient").unwrap().waiters == 1).await);
+    let clients: String = server.cmd(&["CLIENT", "LIST"]);
+    let blocked = clients
+        .lines()
+        .find(|l| l.contains("flags=b"))
+        .expect("a blocked waiter");
+    let id = blocked.split(' ').next().unwrap().trim_start_matches("id=");
+    // The server answers 0 and the wait goes on (only closing the connection ends it).
+    assert_eq!(server.cmd::<i64>(&["CLIENT", "UNBLOCK", id]), 0);
+    assert_eq!(server.cmd::<i64>(&["CLIENT", "UNBLOCK", id, "ERROR"]), 0);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(server.info("patient").unwrap().waiters, 1);
+    assert!(!waiter.is_finished());
+    held.release().await.unwrap();
+    let guard = tokio::time::timeout(5 * SECOND, waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    guard.release().await.unwrap();
+}

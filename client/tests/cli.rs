@@ -1,0 +1,197 @@
+//! The `rlock` command-line tool, run as a process against a real server.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use support::Server;
+
+/// A `rlock` command for `server`, its output captured.
+fn rlock(server: &Server, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+    cmd.env_remove("RLOCK_URL")
+        .arg("--url")
+        .arg(server.url())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn run(server: &Server, args: &[&str]) -> Output {
+    rlock(server, args).output().expect("run rlock")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Polls `check` every 10 ms for up to 5 s; whether it held.
+fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().expect("wait for rlock")
+}
+
+#[test]
+fn run_holds_the_lock_while_the_command_runs_and_gives_it_the_token() {
+    let server = Server::start();
+    let script = "echo \"$RLOCK_KEY $RLOCK_OWNER $RLOCK_TOKEN\"; sleep 1";
+    let child = rlock(&server, &["run", "job", "--", "sh", "-c", script])
+        .spawn()
+        .expect("spawn rlock");
+    assert!(eventually(|| server.info("job").is_some()), "never held");
+    let info = server.info("job").unwrap();
+    assert_eq!(info.holds, 1);
+    assert!(info.ttl > 20_000, "watchdog lease expected: {info:?}");
+    let out = finish(child);
+    assert!(out.status.success(), "{out:?}");
+    let expected = format!("job {} {}\n", info.owner, info.token);
+    assert_eq!(text(&out.stdout), expected);
+    assert_eq!(server.info("job"), None, "released when the command exited");
+}
+
+#[test]
+fn the_command_exit_status_comes_through_and_the_lock_is_released() {
+    let server = Server::start();
+    let out = run(&server, &["run", "job", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    assert_eq!(server.info("job"), None);
+    let out = run(&server, &["run", "job", "--", "no-such-command-rlock-test"]);
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    assert!(text(&out.stderr).contains("cannot run no-such-command-rlock-test"));
+    assert_eq!(server.info("job"), None);
+}
+
+#[test]
+fn a_wait_that_runs_out_exits_75_naming_the_holder() {
+    let server = Server::start();
+    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "backup-host:42"]);
+    let started = Instant::now();
+    let args = ["run", "job", "--wait", "300ms", "--", "echo", "ran"];
+    let out = run(&server, &args);
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("waiting for 'job'") && stderr.contains("held by backup-host:42"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("gave up waiting for 'job'"), "{stderr}");
+    assert_eq!(text(&out.stdout), "", "the command must not run");
+    assert_eq!(server.info("job").unwrap().owner, "backup-host:42");
+}
+
+#[test]
+fn a_waiting_run_starts_when_the_lock_is_released() {
+    let server = Server::start();
+    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "first"]);
+    let args = [
+        "run",
+        "job",
+        "--wait",
+        "10s",
+        "--",
+        "sh",
+        "-c",
+        "echo $RLOCK_TOKEN",
+    ];
+    let child = rlock(&server, &args).spawn().expect("spawn rlock");
+    assert!(eventually(|| server.info("job").unwrap().waiters == 1));
+    server.cmd::<u64>(&["LOCK.RELEASE", "job", "first"]);
+    let out = finish(child);
+    assert!(out.status.success(), "{out:?}");
+    let token: u64 = text(&out.stdout).trim().parse().expect("a token");
+    assert!(token > 0);
+    assert!(text(&out.stderr).contains(&format!("acquired 'job' (token {token})")));
+    assert_eq!(server.info("job"), None);
+}
+
+#[test]
+fn a_lost_lock_kills_the_command_and_exits_76() {
+    let server = Server::start();
+    let started = Instant::now();
+    let out = run(
+        &server,
+        &["run", "job", "--lease", "300ms", "--", "sleep", "10"],
+    );
+    assert_eq!(out.status.code(), Some(76), "{out:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "not killed in time"
+    );
+    assert!(text(&out.stderr).contains("the lock was lost"));
+}
+
+#[test]
+fn info_shows_the_holder_and_release_needs_force() {
+    let server = Server::start();
+    let out = run(&server, &["info", "job"]);
+    assert_eq!(out.status.code(), Some(1), "free: {out:?}");
+    assert_eq!(text(&out.stdout), "job: free\n");
+    let token: u64 = server.cmd(&["LOCK.ACQUIRE", "job", "someone"]);
+    let out = run(&server, &["info", "job"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("owner: someone\n"), "{stdout}");
+    assert!(stdout.contains(&format!("token: {token}\n")), "{stdout}");
+    assert!(stdout.contains("holds: 1\n"), "{stdout}");
+    let out = run(&server, &["release", "job"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(text(&out.stderr).contains("--force"));
+    assert!(server.info("job").is_some(), "released without --force");
+    let out = run(&server, &["release", "job", "--force"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "job: released\n");
+    assert_eq!(server.info("job"), None);
+    let out = run(&server, &["release", "job", "--force"]);
+    assert_eq!(text(&out.stdout), "job: was free\n");
+}
+
+#[test]
+fn the_url_comes_from_the_environment_too() {
+    let server = Server::start();
+    let out = Command::new(env!("CARGO_BIN_EXE_rlock"))
+        .env("RLOCK_URL", server.url())
+        .args(["info", "job"])
+        .output()
+        .expect("run rlock");
+    assert_eq!(text(&out.stdout), "job: free\n", "{out:?}");
+}
+
+#[test]
+fn sigterm_reaches_the_command_and_the_lock_is_released() {
+    let server = Server::start();
+    let script = "echo started; exec sleep 10";
+    let mut child = rlock(&server, &["run", "job", "--", "sh", "-c", script])
+        .spawn()
+        .expect("spawn rlock");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .expect("read the command's output");
+    assert_eq!(line, "started\n");
+    assert!(
+        server.info("job").is_some(),
+        "not held while the command runs"
+    );
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(killed.expect("run kill").success());
+    let out = finish(child);
+    assert_eq!(out.status.code(), Some(128 + 15), "{out:?}");
+    assert_eq!(server.info("job"), None, "released after the command ended");
+}

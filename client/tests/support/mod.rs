@@ -1,0 +1,239 @@
+//! A `redis-server` of its own for every test: a free loopback port, a temp dir, the rlock
+//! module loaded (or not), readiness polling capped at 5 s, killed and reaped on drop.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+const REDIS_SERVER: &str = "/usr/bin/redis-server";
+const READY_WITHIN: Duration = Duration::from_secs(5);
+
+/// `LOCK.INFO`'s fields.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Info {
+    pub owner: String,
+    pub holds: i64,
+    pub ttl: i64,
+    pub token: u64,
+    pub waiters: i64,
+}
+
+/// A running `redis-server`, killed when dropped.
+pub struct Server {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+/// The module to load: `$RLOCK_MODULE`, or the workspace's release build.
+pub fn module_path() -> PathBuf {
+    match std::env::var_os("RLOCK_MODULE") {
+        Some(path) => PathBuf::from(path),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/librlock.so"),
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+fn temp_dir(port: u16) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "rlock-client-test-{}-{port}-{n}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+impl Server {
+    /// A server with the rlock module loaded.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with the rlock module loaded and `extra` arguments.
+    pub fn start_with(extra: &[&str]) -> Server {
+        let module = module_path();
+        assert!(
+            module.exists(),
+            "the rlock module is not built at {} (run `cargo build --release` at the \
+             workspace root, or set RLOCK_MODULE)",
+            module.display()
+        );
+        let module = module.to_string_lossy();
+        let mut args = vec!["--loadmodule", &module];
+        args.extend_from_slice(extra);
+        Server::spawn(&args)
+    }
+
+    /// A plain server, without the module.
+    pub fn start_without_module() -> Server {
+        Server::spawn(&[])
+    }
+
+    fn spawn(extra: &[&str]) -> Server {
+        assert!(
+            Path::new(REDIS_SERVER).exists(),
+            "{REDIS_SERVER} is missing: install it with `apt-get install redis-server`"
+        );
+        let port = free_port();
+        let dir = temp_dir(port);
+        let log = std::fs::File::create(dir.join("server.log")).expect("create log");
+        let child = Command::new(REDIS_SERVER)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {REDIS_SERVER}: {e}"));
+        let mut server = Server {
+            child: Some(child),
+            port,
+            dir,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&mut self) {
+        let started = Instant::now();
+        while started.elapsed() < READY_WITHIN {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("redis-server exited with {status}:\n{}", self.log());
+                }
+            }
+            let client = self.redis();
+            if let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "redis-server not ready within {READY_WITHIN:?}:\n{}",
+            self.log()
+        );
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// `redis://127.0.0.1:<port>/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A `redis::Client` for this server.
+    pub fn redis(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("valid url")
+    }
+
+    /// A plain synchronous connection, for inspecting the server.
+    pub fn conn(&self) -> redis::Connection {
+        self.redis()
+            .get_connection()
+            .expect("connect to test server")
+    }
+
+    /// Runs a command on a fresh connection and returns its reply.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        cmd.query(&mut self.conn())
+            .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+    }
+
+    /// `calls` of `command` in `INFO commandstats` (0 if never called).
+    pub fn calls(&self, command: &str) -> u64 {
+        let info: String = self.cmd(&["INFO", "commandstats"]);
+        let prefix = format!("cmdstat_{}:calls=", command.to_ascii_lowercase());
+        info.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .map(|n| n.parse().expect("calls is a number"))
+            .unwrap_or(0)
+    }
+
+    /// `LOCK.INFO key` read on a fresh connection (RESP2 flat array), or `None` if free.
+    pub fn info(&self, key: &str) -> Option<Info> {
+        let reply: Option<Vec<redis::Value>> = self.cmd(&["LOCK.INFO", key]);
+        let fields = reply?;
+        let mut info = Info::default();
+        for pair in fields.chunks(2) {
+            let name: String = redis::from_redis_value(pair[0].clone()).expect("field name");
+            let value = pair[1].clone();
+            match name.as_str() {
+                "owner" => info.owner = redis::from_redis_value(value).expect("owner"),
+                "holds" => info.holds = redis::from_redis_value(value).expect("holds"),
+                "ttl" => info.ttl = redis::from_redis_value(value).expect("ttl"),
+                "token" => info.token = redis::from_redis_value(value).expect("token"),
+                "waiters" => info.waiters = redis::from_redis_value(value).expect("waiters"),
+                other => panic!("unexpected LOCK.INFO field {other}"),
+            }
+        }
+        Some(info)
+    }
+
+    /// Kills the server now (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Shows the client's `tracing` events with `RUST_LOG=rlock_client=debug` (and `--nocapture`).
+pub fn trace() {
+    let filter = tracing_subscriber::EnvFilter::from_default_env();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = fmt.with_test_writer().try_init();
+}
+
+/// Polls `check` every 10 ms until it holds or `within` passes; whether it held.
+pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    loop {
+        if check() {
+            return true;
+        }
+        if started.elapsed() >= within {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
