@@ -19,23 +19,44 @@ pub const HOLDER_LEASE_MS: u64 = 1000;
 const GAP_MS: u64 = 60;
 pub const BATCH: usize = 10;
 
-/// Runs `trials` crashes of `side`; returns deadline→acquisition times in ms.
-pub fn batch(port: u16, scripts: &Scripts, side: Side, trials: usize, tag: usize) -> Vec<f64> {
+/// One crash: when the waiter's client saw the lock (ms after the deadline), and when the
+/// server granted it (ms after the deadline, from the new holding's `PEXPIRETIME`, so at
+/// 1 ms resolution and free of client scheduling).
+#[derive(Debug, Clone, Copy)]
+pub struct Trial {
+    pub client_ms: f64,
+    pub server_ms: f64,
+}
+
+/// Runs `trials` crashes of `side`.
+pub fn batch(port: u16, scripts: &Scripts, side: Side, trials: usize, tag: usize) -> Vec<Trial> {
     let waiters: Vec<_> = (0..trials)
         .map(|i| {
             let key = format!("x:{}:{tag}:{i}", side.name());
             let deadline_ms = vanish_holding(port, scripts, side, &key);
             let scripts = scripts.clone();
-            let waiter = thread::spawn(move || wait_for(port, &scripts, side, &key));
+            let waiter = {
+                let key = key.clone();
+                thread::spawn(move || wait_for(port, &scripts, side, &key))
+            };
             thread::sleep(Duration::from_millis(GAP_MS));
-            (deadline_ms, waiter)
+            (key, deadline_ms, waiter)
         })
         .collect();
+    let mut con = connect(port).expect("control connection");
     waiters
         .into_iter()
-        .map(|(deadline_ms, waiter)| {
+        .map(|(key, deadline_ms, waiter)| {
             let acquired_ns = waiter.join().expect("waiter thread");
-            (acquired_ns as f64 - deadline_ms as f64 * 1e6) / 1e6
+            let expires: i64 = redis::cmd("PEXPIRETIME")
+                .arg(&key)
+                .query(&mut con)
+                .expect("PEXPIRETIME of the new holding");
+            let granted_ms = expires - LEASE_MS as i64;
+            Trial {
+                client_ms: (acquired_ns as f64 - deadline_ms as f64 * 1e6) / 1e6,
+                server_ms: (granted_ms - deadline_ms) as f64,
+            }
         })
         .collect()
 }

@@ -54,7 +54,7 @@ pub struct Results {
     pub uncontended: Vec<(usize, [uncontended::Run; 3])>,
     pub contended: [contended::Run; 2],
     pub across: [contended::Run; 2],
-    pub crash: [Vec<f64>; 2],
+    pub crash: [Vec<crash::Trial>; 2],
     pub watchdog: [Renewals; 2],
     pub memory: [(f64, f64); 2],
     pub cpu: Vec<CpuRow>,
@@ -151,8 +151,8 @@ fn contended_cpu(name: &str, runs: &[contended::Run; 2]) -> CpuRow {
 }
 
 /// Batches of crash trials, alternating sides until each has its count.
-fn crashes(port: u16, scripts: &Scripts, trials: [usize; 2]) -> [Vec<f64>; 2] {
-    let mut done: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+fn crashes(port: u16, scripts: &Scripts, trials: [usize; 2]) -> [Vec<crash::Trial>; 2] {
+    let mut done: [Vec<crash::Trial>; 2] = [Vec::new(), Vec::new()];
     let mut tag = 0;
     while done[0].len() < trials[0] || done[1].len() < trials[1] {
         for (i, side) in [(1, Side::Rlock), (0, Side::Lua)] {
