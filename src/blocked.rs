@@ -17,7 +17,7 @@ use redis_module::raw;
 
 use crate::error::LockError;
 use crate::lock::{self, ReleaseStep};
-use crate::store::{api, LockKey, OwnedString};
+use crate::store::{api, LockKey, Name, OwnedString};
 use crate::waiters::{self, Bc, Grant, Waiter};
 use crate::{commands, expiry, guard, info};
 
@@ -165,7 +165,10 @@ extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
             return Ok(());
         }
         match lock::release(Some(&holding), &grant.owner) {
-            ReleaseStep::Remaining(count) => key.write_count(&grant.owner, count),
+            ReleaseStep::Remaining(count) => {
+                let owner = OwnedString::new(ctx, &grant.owner)?;
+                key.write_count(&Name::of(&owner), count)
+            }
             ReleaseStep::Freed => commands::free(ctx, &key),
             ReleaseStep::NotHeld => Ok(()),
         }

@@ -50,6 +50,28 @@ const WAIT: Arg = Arg {
     summary: c"Block up to this many milliseconds for the lock (0: no limit).",
 };
 
+const HOLDS: Arg = Arg {
+    name: c"holds",
+    kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+    token: None,
+    optional: false,
+    summary: c"The reentry count.",
+};
+const TOKEN: Arg = Arg {
+    name: c"token",
+    kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+    token: None,
+    optional: false,
+    summary: c"The fencing token (0: none).",
+};
+const AT: Arg = Arg {
+    name: c"unix-time-milliseconds",
+    kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
+    token: None,
+    optional: false,
+    summary: c"When the lease ends.",
+};
+
 struct Doc {
     command: &'static CStr,
     summary: &'static CStr,
@@ -57,7 +79,7 @@ struct Doc {
     args: &'static [Arg],
 }
 
-const DOCS: [Doc; 5] = [
+const DOCS: [Doc; 6] = [
     Doc {
         command: c"lock.acquire",
         summary: c"Acquires or reenters a lock; optionally waits in a FIFO queue. Returns the fencing token, or nil.",
@@ -87,6 +109,12 @@ const DOCS: [Doc; 5] = [
         summary: c"Removes a lock whoever holds it, then hands it off or publishes the release. Returns 1 or 0.",
         arity: 2,
         args: &[KEY],
+    },
+    Doc {
+        command: c"lock.apply",
+        summary: c"How a master replicates a new or reentered holding; runs only from the replication stream or an AOF.",
+        arity: 6,
+        args: &[KEY, OWNER, HOLDS, TOKEN, AT],
     },
 ];
 

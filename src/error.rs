@@ -63,6 +63,10 @@ pub enum LockError {
     NotHeld { key: Vec<u8>, owner: Vec<u8> },
     /// The reentry count would overflow a 64-bit integer.
     CountOverflow,
+    /// `LOCK.APPLY` sent by a client rather than a master or an AOF.
+    ApplyFromClient,
+    /// `LOCK.APPLY` with values no master would send.
+    BadApply,
     /// The server does not export a module API function this command needs.
     MissingApi(&'static str),
     /// A bug: a handler panicked and the panic was caught.
@@ -102,6 +106,12 @@ impl fmt::Display for LockError {
                 printable(owner)
             ),
             LockError::CountOverflow => f.write_str("ERR reentry count would overflow"),
+            LockError::ApplyFromClient => f.write_str(
+                "ERR LOCK.APPLY only replays a master's writes (replication stream or AOF)",
+            ),
+            LockError::BadApply => f.write_str(
+                "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
+            ),
             LockError::MissingApi(name) => {
                 write!(f, "ERR this Redis server lacks the module API {name}")
             }
@@ -198,6 +208,15 @@ mod tests {
             "WRONGTYPE Operation against a key holding the wrong kind of value"
         );
         assert_eq!(text(LockError::NotALock), "WRONGTYPE key is not a lock");
+    }
+
+    #[test]
+    fn apply_errors_say_what_the_command_is_for() {
+        assert_eq!(
+            text(LockError::ApplyFromClient),
+            "ERR LOCK.APPLY only replays a master's writes (replication stream or AOF)"
+        );
+        assert!(text(LockError::BadApply).starts_with("ERR LOCK.APPLY needs "));
     }
 
     #[test]

@@ -1,38 +1,23 @@
 //! What the module watches outside its own commands: keyspace events on locks that have
-//! waiters, `FLUSHDB`/`FLUSHALL`, replication role changes, and (on a replica or while
-//! loading an AOF) the tokens that replicated writes carry.
+//! waiters, `FLUSHDB`/`FLUSHALL`, replication role changes, and the end of loading.
+//! (Replicas and AOF replays learn tokens from `LOCK.APPLY`; RDB files carry the counter.)
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use redis_module::{raw, Context, NotifyEvent};
 
 use crate::error::LockError;
-use crate::store::{api, LockKey, OwnedString};
-use crate::{config, expiry, guard, token, TOKENS};
+use crate::store::api;
+use crate::{config, expiry, guard, persist, token, TOKENS};
 
-/// Keyspace events: any event on a lock with waiters makes the module check it at once.
+/// Keyspace events (generic, expired, evicted): any event on a lock with waiters makes the
+/// module check it at once.
 pub fn on_key_event(ctx: &Context, _class: NotifyEvent, event: &str, key: &[u8]) {
     guard::callback("keyspace event", || {
-        if event == "hset" {
-            learn_token(ctx.ctx, key)?;
-        }
         expiry::on_key_event(ctx.ctx, key, event == "expired");
         Ok(())
     });
-}
-
-/// On a replica (or while replaying an AOF), the module issues no tokens but must know the
-/// highest one, to skip past it when promoted.
-fn learn_token(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<(), LockError> {
-    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) } as u32;
-    if flags & (raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0 {
-        return Ok(());
-    }
-    let name = OwnedString::new(ctx, key)?;
-    if let Ok(Some(holding)) = LockKey::open(ctx, name.0, false)?.read() {
-        TOKENS.observe(holding.token);
-    }
-    Ok(())
 }
 
 /// Subscribes to the server events the module needs.
@@ -88,12 +73,25 @@ unsafe extern "C" fn on_role_change(
 /// last save that the files do not record (an AOF rewritten without the RDB preamble when
 /// no lock remained) are at most `rlock.token-gap` ahead of the clock.
 unsafe extern "C" fn on_loading(
-    _ctx: *mut raw::RedisModuleCtx,
+    ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     _data: *mut c_void,
 ) {
-    if subevent == raw::REDISMODULE_SUBEVENT_LOADING_ENDED {
-        TOKENS.observe(token::now_us().saturating_add(config::token_gap()));
+    match subevent {
+        raw::REDISMODULE_SUBEVENT_LOADING_AOF_START => LOADING_AOF.store(true, Ordering::Relaxed),
+        raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
+            if LOADING_AOF.swap(false, Ordering::Relaxed) {
+                guard::callback("learning tokens after an AOF load", || {
+                    persist::learn_tokens_from_keyspace(ctx);
+                    Ok(())
+                });
+            }
+            TOKENS.observe(token::now_us().saturating_add(config::token_gap()));
+        }
+        _ => {}
     }
 }
+
+/// An AOF (not an RDB) is being loaded.
+static LOADING_AOF: AtomicBool = AtomicBool::new(false);

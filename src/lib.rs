@@ -34,7 +34,7 @@ mod expiry;
 mod guard;
 mod info;
 pub mod lock;
-mod persist;
+pub(crate) mod persist;
 mod publish;
 mod store;
 pub mod token;
@@ -50,7 +50,7 @@ mod module {
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::commands::{acquire, forcerelease, info, release, renew};
+    use crate::commands::{acquire, apply, forcerelease, info, release, renew};
     use crate::config::{self, PublishMode};
     use crate::persist::TOKEN_AUX;
     use crate::{docs, events, guard};
@@ -88,9 +88,10 @@ mod module {
             ["lock.renew", renew::handler, "write fast", 1, 1, 1, ""],
             ["lock.info", info::handler, "readonly fast", 1, 1, 1, ""],
             ["lock.forcerelease", forcerelease::handler, "write fast", 1, 1, 1, ""],
+            ["lock.apply", apply::handler, "write fast", 1, 1, 1, ""],
         ],
         event_handlers: [
-            [@GENERIC @HASH @EXPIRED @EVICTED: events::on_key_event],
+            [@GENERIC @EXPIRED @EVICTED: events::on_key_event],
         ],
         configurations: [
             i64: [

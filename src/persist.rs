@@ -1,7 +1,9 @@
 //! Durable fencing tokens (SPEC.md §5): the token counter rides in every RDB file (and so
 //! in AOF files with an RDB preamble, and in the full sync a replica loads) as a module
-//! auxiliary field. AOF commands and the replication stream carry tokens in `HSET`s, which
-//! `events.rs` learns from; the wall-clock floor of `token.rs` covers the rest.
+//! auxiliary field. The replication stream and AOF commands carry tokens in `LOCK.APPLY`.
+//! An AOF rewritten without the preamble holds remaining locks as plain hashes: after
+//! loading an AOF the module reads the `@token` of every lock left. The wall-clock floor of
+//! `token.rs` covers the rest.
 //!
 //! The module registers a data type only for this field: no key ever has that type.
 
@@ -10,6 +12,7 @@ use std::ffi::{c_int, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
+use crate::store::{token_field, OwnedString};
 use crate::TOKENS;
 
 /// Version of the auxiliary field's encoding.
@@ -63,3 +66,56 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
 }
 
 unsafe extern "C" fn free_nothing(_value: *mut c_void) {}
+
+/// Learns the token of every lock in every database (after an AOF load).
+pub fn learn_tokens_from_keyspace(ctx: *mut raw::RedisModuleCtx) {
+    let (Some(select), Some(create), Some(scan), Some(destroy)) = (unsafe {
+        (
+            raw::RedisModule_SelectDb,
+            raw::RedisModule_ScanCursorCreate,
+            raw::RedisModule_Scan,
+            raw::RedisModule_ScanCursorDestroy,
+        )
+    }) else {
+        return;
+    };
+    // Redis refuses to select past its last database; 1024 bounds the loop regardless.
+    for db in 0..1024 {
+        if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+            break;
+        }
+        let cursor = unsafe { create() };
+        while unsafe { scan(ctx, cursor, Some(observe_key), std::ptr::null_mut()) } != 0 {}
+        unsafe { destroy(cursor) };
+    }
+    unsafe { select(ctx, 0) };
+}
+
+unsafe extern "C" fn observe_key(
+    ctx: *mut raw::RedisModuleCtx,
+    _name: *mut raw::RedisModuleString,
+    key: *mut raw::RedisModuleKey,
+    _privdata: *mut c_void,
+) {
+    let (Some(key_type), Some(hash_get), Ok(field)) = (
+        unsafe { raw::RedisModule_KeyType },
+        unsafe { raw::RedisModule_HashGet },
+        token_field(),
+    ) else {
+        return;
+    };
+    if key.is_null() || unsafe { key_type(key) } as isize != raw::REDISMODULE_KEYTYPE_HASH {
+        return;
+    }
+    let mut value: *mut raw::RedisModuleString = std::ptr::null_mut();
+    let none = raw::REDISMODULE_HASH_NONE as c_int;
+    let end = std::ptr::null_mut::<raw::RedisModuleString>();
+    unsafe { hash_get(key, none, field, &mut value as *mut _, end) };
+    if value.is_null() {
+        return;
+    }
+    let value = OwnedString::adopt(ctx, value);
+    if let Some(token) = crate::args::strict_i64(value.bytes()).filter(|t| *t >= 0) {
+        TOKENS.observe(token);
+    }
+}

@@ -15,7 +15,7 @@ use redis_module::raw;
 use crate::blocked::{self, Outcome};
 use crate::error::LockError;
 use crate::info;
-use crate::store::{api, LockKey};
+use crate::store::{api, Apply, LockKey, Name, OwnedString};
 use crate::{token, TOKENS};
 
 pub type Bc = *mut raw::RedisModuleBlockedClient;
@@ -174,13 +174,16 @@ pub fn hand_off(db: c_int, key: &LockKey) -> Result<Option<i64>, LockError> {
     let Some(waiter) = with(|r| r.pop(db, key.name())) else {
         return Ok(None);
     };
-    if occupied {
-        key.delete()?;
-    }
     blocked::stop_deadline(key.ctx(), waiter.deadline_timer);
     let token = TOKENS.issue(token::now_us());
-    let deadline = now_ms().saturating_add(waiter.lease_ms);
-    key.write_fresh(&waiter.owner, token, deadline)?;
+    let owner = OwnedString::new(key.ctx(), &waiter.owner)?;
+    let holding = Apply {
+        owner: Name::of(&owner),
+        holds: 1,
+        token,
+        deadline_ms: now_ms().saturating_add(waiter.lease_ms),
+    };
+    key.apply(&holding, occupied, false)?;
     let grant = Grant {
         db,
         key: key.name().to_vec(),

@@ -564,3 +564,28 @@ fn command_names_are_case_insensitive() {
     assert_eq!(int(&mut con, &["lock.release", "k", "a"]), 1);
     assert_eq!(int(&mut con, &["lock.forcerelease", "k"]), 1);
 }
+
+// ---------------------------------------------------------------- LOCK.APPLY
+
+#[test]
+fn apply_from_a_client_is_refused_and_changes_nothing() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let before = keyspace(&mut con);
+    expect_error(
+        &mut con,
+        &["LOCK.APPLY", "k", "me", "1", "7", "4102444800000"],
+        "ERR LOCK.APPLY only replays a master's writes (replication stream or AOF)",
+    );
+    expect_error(
+        &mut con,
+        &["LOCK.APPLY", "k", "me", "0", "7", "4102444800000"],
+        "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
+    );
+    expect_error(
+        &mut con,
+        &["LOCK.APPLY", "k", "me", "1"],
+        "ERR wrong number of arguments for 'lock.apply' command",
+    );
+    assert_eq!(keyspace(&mut con), before);
+}

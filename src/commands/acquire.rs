@@ -5,7 +5,7 @@ use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 use crate::args::{self, Options};
 use crate::error::{LockError, Opt};
 use crate::lock::{self, AcquireStep};
-use crate::store::LockKey;
+use crate::store::{Apply, LockKey, Name};
 use crate::{blocked, config, guard, info, token, waiters, TOKENS};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -34,22 +34,34 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
     let parsed = parse(&super::argv(args), now)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
+    let owner = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
     let db = waiters::selected_db(ctx);
-    let mut current = key.read_as(parsed.owner)?;
+    let mut current = key.read_as(&owner)?;
     // A lock freed behind the module's back goes to its queue before any newcomer.
     if current.is_none() && waiters::serve_if_queued(db, &key)?.is_some() {
-        current = key.read_as(parsed.owner)?;
+        current = key.read_as(&owner)?;
     }
     match lock::acquire(current.as_ref(), parsed.owner) {
         AcquireStep::Fresh => {
             let token = TOKENS.issue(token::now_us());
-            key.write_fresh(parsed.owner, token, now.saturating_add(lease))?;
+            let holding = Apply {
+                owner,
+                holds: 1,
+                token,
+                deadline_ms: now.saturating_add(lease),
+            };
+            key.apply(&holding, false, false)?;
             info::ACQUIRED.bump();
             Ok(RedisValue::Integer(token))
         }
         AcquireStep::Reenter { count, token } => {
-            key.write_count(parsed.owner, count)?;
-            key.set_deadline(now.saturating_add(lease))?;
+            let holding = Apply {
+                owner,
+                holds: count,
+                token,
+                deadline_ms: now.saturating_add(lease),
+            };
+            key.apply(&holding, false, true)?;
             info::REENTERED.bump();
             Ok(RedisValue::Integer(token))
         }

@@ -2,6 +2,7 @@
 //! handler (parse → state machine → store → reply).
 
 pub mod acquire;
+pub mod apply;
 pub mod forcerelease;
 pub mod info;
 pub mod release;

@@ -5,7 +5,7 @@ use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 use crate::args;
 use crate::error::LockError;
 use crate::lock::{self, ReleaseStep};
-use crate::store::LockKey;
+use crate::store::{LockKey, Name};
 use crate::{guard, info};
 
 /// Parses `argv` (command name first) into the owner.
@@ -23,9 +23,10 @@ pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
     let owner = parse(&super::argv(args))?;
     let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
-    match lock::release(key.read_as(owner)?.as_ref(), owner) {
+    let name = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
+    match lock::release(key.read_as(&name)?.as_ref(), owner) {
         ReleaseStep::Remaining(count) => {
-            key.write_count(owner, count)?;
+            key.write_count(&name, count)?;
             info::RELEASED.bump();
             Ok(RedisValue::Integer(count))
         }

@@ -4,7 +4,7 @@ use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
 
 use crate::args;
 use crate::error::{LockError, Opt};
-use crate::store::LockKey;
+use crate::store::{LockKey, Name};
 use crate::{config, guard, info, waiters};
 
 #[derive(Debug, PartialEq, Eq)]
@@ -32,7 +32,8 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
     let now = waiters::now_ms();
     let parsed = parse(&super::argv(args), now)?;
     let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
-    match key.read()? {
+    let owner = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
+    match key.read_as(&owner)? {
         Some(holding) if holding.is_held_by(parsed.owner) => {
             let lease = parsed.lease.unwrap_or_else(config::default_lease);
             key.set_deadline(now.saturating_add(lease))?;

@@ -1,17 +1,18 @@
-//! Reading and writing a lock's hash, its TTL, and the replication of every write.
-//!
-//! Writes go through the module key API, which replicates nothing by itself: each write
-//! here also replicates its effect (`HSET`, `PEXPIREAT` with an absolute deadline, `DEL`),
-//! so a replica or an AOF replays exactly what the master did, whatever time it is there.
-//! Redis wraps the effects of one command (or timer callback) in `MULTI`/`EXEC`.
+//! Reading a lock's hash and its TTL; `write.rs` writes them and replicates every write.
 
-use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
+use crate::args::strict_i64;
 use crate::error::LockError;
 use crate::lock::{Holding, TOKEN_FIELD};
+
+mod write;
+
+pub use write::Apply;
 
 /// Fetches a function pointer of the module API, or fails with an error naming it when
 /// this server does not export it.
@@ -24,8 +25,6 @@ macro_rules! api {
     };
 }
 pub(crate) use api;
-
-const TOKEN_CFIELD: &CStr = c"@token";
 
 /// The (field, value) pairs of a hash.
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
@@ -92,11 +91,10 @@ impl LockKey {
 
     /// Reads the lock knowing who asks: when `owner` holds it, two field lookups replace
     /// the scan of the hash.
-    pub fn read_as(&self, owner: &[u8]) -> Result<Option<Holding>, LockError> {
+    pub fn read_as(&self, owner: &Name<'_>) -> Result<Option<Holding>, LockError> {
         let key_type = api!(RedisModule_KeyType);
         let value_length = api!(RedisModule_ValueLength);
         let hash_get = api!(RedisModule_HashGet);
-        let free = api!(RedisModule_FreeString);
         if self.key.is_null() {
             return Ok(None);
         }
@@ -106,41 +104,43 @@ impl LockKey {
             _ => return Err(LockError::WrongType),
         }
         let len = unsafe { value_length(self.key) };
-        if owner.first() == Some(&b'@') || !(1..=2).contains(&len) {
+        if owner.bytes.first() == Some(&b'@') || !(1..=2).contains(&len) {
             return self.read();
         }
-        let field = self.string(owner)?;
-        let token_field = self.string(TOKEN_FIELD)?;
         let mut count: *mut raw::RedisModuleString = ptr::null_mut();
         let mut token: *mut raw::RedisModuleString = ptr::null_mut();
         unsafe {
             hash_get(
                 self.key,
                 raw::REDISMODULE_HASH_NONE as c_int,
-                field.0,
+                owner.raw,
                 &mut count as *mut _,
-                token_field.0,
+                token_field()?,
                 &mut token as *mut _,
                 ptr::null_mut::<raw::RedisModuleString>(),
             );
         }
-        let text = |s: *mut raw::RedisModuleString| {
-            (!s.is_null()).then(|| redis_module::RedisString::string_as_slice(s).to_vec())
+        let (count, token) = (self.adopt(count), self.adopt(token));
+        let number = |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes()));
+        let holding = match (number(&count), &token, number(&token), len) {
+            (Some(c), None, _, 1) if c > 0 => Some((c, 0)),
+            (Some(c), Some(_), Some(t), 2) if c > 0 && t >= 0 => Some((c, t)),
+            _ => None,
         };
-        let (count_text, token_text) = (text(count), text(token));
-        for s in [count, token] {
-            if !s.is_null() {
-                unsafe { free(self.ctx, s) };
-            }
+        match holding {
+            Some((count, token)) => Ok(Some(Holding {
+                owner: owner.bytes.to_vec(),
+                count,
+                token,
+            })),
+            // Not held by `owner`, or not a lock: the full read says which.
+            None => self.read(),
         }
-        let fields: Fields = match (count_text, token_text, len) {
-            (Some(c), None, 1) => vec![(owner.to_vec(), c)],
-            (Some(c), Some(t), 2) => vec![(owner.to_vec(), c), (TOKEN_FIELD.to_vec(), t)],
-            _ => return self.read(),
-        };
-        Holding::from_fields(&fields)
-            .map(Some)
-            .map_err(|_| LockError::NotALock)
+    }
+
+    /// Takes ownership of a string the module API returned (null: none).
+    fn adopt(&self, s: *mut raw::RedisModuleString) -> Option<OwnedString> {
+        (!s.is_null()).then(|| OwnedString::adopt(self.ctx, s))
     }
 
     fn scan_fields(&self) -> Result<Fields, LockError> {
@@ -174,116 +174,6 @@ impl LockKey {
         let ttl = unsafe { get_expire(self.key) };
         Ok(if ttl < 0 { -1 } else { ttl })
     }
-
-    /// Writes a fresh holding: the owner with count 1, its token, and its deadline.
-    /// The key must be empty.
-    pub fn write_fresh(&self, owner: &[u8], token: i64, deadline_ms: i64) -> Result<(), LockError> {
-        self.hset(owner, 1, Some(token))?;
-        self.set_deadline(deadline_ms)
-    }
-
-    /// Sets the reentry count of the current owner.
-    pub fn write_count(&self, owner: &[u8], count: i64) -> Result<(), LockError> {
-        self.hset(owner, count, None)
-    }
-
-    fn hset(&self, owner: &[u8], count: i64, token: Option<i64>) -> Result<(), LockError> {
-        let hash_set = api!(RedisModule_HashSet);
-        let replicate = api!(RedisModule_Replicate);
-        let field = self.string(owner)?;
-        let count_str = self.string(count.to_string().as_bytes())?;
-        let flags = raw::REDISMODULE_HASH_NONE as c_int;
-        match token {
-            Some(token) => {
-                let token_field = self.string(TOKEN_FIELD)?;
-                let token_str = self.string(token.to_string().as_bytes())?;
-                unsafe {
-                    hash_set(
-                        self.key,
-                        flags,
-                        field.0,
-                        count_str.0,
-                        token_field.0,
-                        token_str.0,
-                        ptr::null_mut::<raw::RedisModuleString>(),
-                    );
-                    replicate(
-                        self.ctx,
-                        c"HSET".as_ptr(),
-                        c"sblcl".as_ptr(),
-                        self.name,
-                        owner.as_ptr().cast::<c_char>(),
-                        owner.len(),
-                        count as c_longlong,
-                        TOKEN_CFIELD.as_ptr(),
-                        token as c_longlong,
-                    );
-                }
-            }
-            None => unsafe {
-                hash_set(
-                    self.key,
-                    flags,
-                    field.0,
-                    count_str.0,
-                    ptr::null_mut::<raw::RedisModuleString>(),
-                );
-                replicate(
-                    self.ctx,
-                    c"HSET".as_ptr(),
-                    c"sbl".as_ptr(),
-                    self.name,
-                    owner.as_ptr().cast::<c_char>(),
-                    owner.len(),
-                    count as c_longlong,
-                );
-            },
-        }
-        self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")
-    }
-
-    /// Sets the lease to end at `deadline_ms` (Unix time in ms), replicated as `PEXPIREAT`.
-    pub fn set_deadline(&self, deadline_ms: i64) -> Result<(), LockError> {
-        let set_abs_expire = api!(RedisModule_SetAbsExpire);
-        let replicate = api!(RedisModule_Replicate);
-        unsafe {
-            set_abs_expire(self.key, deadline_ms);
-            replicate(
-                self.ctx,
-                c"PEXPIREAT".as_ptr(),
-                c"sl".as_ptr(),
-                self.name,
-                deadline_ms as c_longlong,
-            );
-        }
-        crate::expiry::deadline_changed(self.ctx, self.name(), deadline_ms);
-        self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")
-    }
-
-    /// Deletes the lock, replicated as `DEL`.
-    pub fn delete(&self) -> Result<(), LockError> {
-        let delete_key = api!(RedisModule_DeleteKey);
-        let replicate = api!(RedisModule_Replicate);
-        unsafe {
-            delete_key(self.key);
-            replicate(self.ctx, c"DEL".as_ptr(), c"s".as_ptr(), self.name);
-        }
-        self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"del")
-    }
-
-    fn notify(&self, class: c_int, event: &CStr) -> Result<(), LockError> {
-        let notify = api!(RedisModule_NotifyKeyspaceEvent);
-        let signal = api!(RedisModule_SignalModifiedKey);
-        unsafe { signal(self.ctx, self.name) };
-        crate::waiters::while_self_notifying(|| unsafe {
-            notify(self.ctx, class, event.as_ptr(), self.name);
-        });
-        Ok(())
-    }
-
-    fn string(&self, bytes: &[u8]) -> Result<OwnedString, LockError> {
-        OwnedString::new(self.ctx, bytes)
-    }
 }
 
 impl Drop for LockKey {
@@ -294,10 +184,71 @@ impl Drop for LockKey {
     }
 }
 
+/// A name (an owner id) as bytes and as the module string that holds them, so that writes
+/// and replication reuse the command's argument instead of copying it.
+#[derive(Clone, Copy)]
+pub struct Name<'a> {
+    pub bytes: &'a [u8],
+    pub raw: *mut raw::RedisModuleString,
+}
+
+impl<'a> Name<'a> {
+    /// A command argument.
+    pub fn arg(arg: &'a redis_module::RedisString) -> Name<'a> {
+        Name {
+            bytes: arg.as_slice(),
+            raw: arg.inner,
+        }
+    }
+
+    /// A string the caller keeps alive while the name is used.
+    pub fn of(string: &'a OwnedString) -> Name<'a> {
+        Name {
+            bytes: string.bytes(),
+            raw: string.0,
+        }
+    }
+}
+
+/// The `@token` field name, made once and kept for the module's lifetime.
+pub fn token_field() -> Result<*mut raw::RedisModuleString, LockError> {
+    static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+    let cached = FIELD.load(Ordering::Relaxed);
+    if !cached.is_null() {
+        return Ok(cached);
+    }
+    let create = api!(RedisModule_CreateString);
+    // No context: a string that is never freed automatically.
+    let made = unsafe {
+        create(
+            ptr::null_mut(),
+            TOKEN_FIELD.as_ptr().cast::<c_char>(),
+            TOKEN_FIELD.len(),
+        )
+    };
+    FIELD.store(made, Ordering::Relaxed);
+    Ok(made)
+}
+
 /// A module string freed on drop.
 pub struct OwnedString(pub *mut raw::RedisModuleString, *mut raw::RedisModuleCtx);
 
 impl OwnedString {
+    /// Takes ownership of a non-null string the module API returned.
+    pub fn adopt(ctx: *mut raw::RedisModuleCtx, s: *mut raw::RedisModuleString) -> OwnedString {
+        OwnedString(s, ctx)
+    }
+
+    /// A decimal integer as a module string.
+    pub fn number(ctx: *mut raw::RedisModuleCtx, n: i64) -> Result<OwnedString, LockError> {
+        let create = api!(RedisModule_CreateStringFromLongLong);
+        Ok(OwnedString(unsafe { create(ctx, n) }, ctx))
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        redis_module::RedisString::string_as_slice(self.0)
+    }
+
     pub fn new(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> Result<OwnedString, LockError> {
         let create = api!(RedisModule_CreateString);
         let s = unsafe { create(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len()) };

@@ -1,0 +1,99 @@
+/* LOCK.APPLY key owner holds token unix-ms */
+//! How a master replicates a new or reentered holding: one deterministic command that
+//! makes the key exactly `{owner: holds, @token: token}` (no `@token` when 0) with the
+//! lease ending at `unix-ms`, instead of `DEL` + `HSET` + `PEXPIREAT` in `MULTI`/`EXEC`.
+//! Replicas and AOF replays run it; a client gets an error.
+
+use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+
+use crate::args::{self, strict_i64};
+use crate::error::LockError;
+use crate::store::{Apply, LockKey, Name};
+use crate::{guard, TOKENS};
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ApplyArgs {
+    pub holds: i64,
+    pub token: i64,
+    pub deadline_ms: i64,
+}
+
+/// Parses `argv` (command name first).
+pub fn parse(argv: &[&[u8]]) -> Result<ApplyArgs, LockError> {
+    let [_, _key, owner, holds, token, deadline] = argv else {
+        return Err(LockError::WrongArity);
+    };
+    args::owner(owner)?;
+    let holds = strict_i64(holds).filter(|h| *h > 0);
+    let token = strict_i64(token).filter(|t| *t >= 0);
+    match (holds, token, strict_i64(deadline)) {
+        (Some(holds), Some(token), Some(deadline_ms)) => Ok(ApplyArgs {
+            holds,
+            token,
+            deadline_ms,
+        }),
+        _ => Err(LockError::BadApply),
+    }
+}
+
+pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    guard::command("LOCK.APPLY", || run(ctx.ctx, &args))
+}
+
+fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
+    let parsed = parse(&super::argv(args))?;
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) } as u32;
+    let replaying = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+    if flags & replaying == 0 {
+        return Err(LockError::ApplyFromClient);
+    }
+    let owner = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
+    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
+    let holding = Apply {
+        owner,
+        holds: parsed.holds,
+        token: parsed.token,
+        deadline_ms: parsed.deadline_ms,
+    };
+    key.apply(&holding, key.holds_other_than(owner.bytes), false)?;
+    TOKENS.observe(parsed.token);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_five_arguments_are_required() {
+        assert_eq!(
+            parse(&[b"LOCK.APPLY", b"k", b"o", b"1", b"7"]),
+            Err(LockError::WrongArity)
+        );
+    }
+
+    #[test]
+    fn values_a_master_never_sends_are_refused() {
+        let bad: &[&[&[u8]]] = &[
+            &[b"LOCK.APPLY", b"k", b"o", b"0", b"7", b"1"],
+            &[b"LOCK.APPLY", b"k", b"o", b"1", b"-1", b"1"],
+            &[b"LOCK.APPLY", b"k", b"o", b"1", b"7", b"x"],
+        ];
+        for argv in bad {
+            assert_eq!(parse(argv), Err(LockError::BadApply));
+        }
+    }
+
+    #[test]
+    fn a_valid_holding_parses() {
+        let a = parse(&[b"LOCK.APPLY", b"k", b"o", b"2", b"0", b"1700000000000"]).unwrap();
+        assert_eq!(
+            a,
+            ApplyArgs {
+                holds: 2,
+                token: 0,
+                deadline_ms: 1_700_000_000_000
+            }
+        );
+    }
+}
