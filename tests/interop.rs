@@ -5,44 +5,11 @@
 mod support;
 
 use redis::Value;
+use support::redisson::{RENEW, TRY_LOCK, UNLOCK};
 use support::{
     channel, field, hget, hgetall, int, pairs, pttl, raw, text_of, Message, Server, Subscriber,
     DEFAULT_PREFIX,
 };
-
-/// KEYS[1] = lock; ARGV[1] = lease ms, ARGV[2] = owner. Nil when acquired, else the PTTL.
-const TRY_LOCK: &str = "\
-if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
-    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
-    redis.call('pexpire', KEYS[1], ARGV[1]); \
-    return nil; \
-end; \
-return redis.call('pttl', KEYS[1]);";
-
-/// KEYS[1] = lock, KEYS[2] = channel; ARGV[1] = message, ARGV[2] = lease ms, ARGV[3] = owner.
-/// Nil when not held, 0 when holds remain, 1 when released.
-const UNLOCK: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then \
-    return nil; \
-end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-if (counter > 0) then \
-    redis.call('pexpire', KEYS[1], ARGV[2]); \
-    return 0; \
-else \
-    redis.call('del', KEYS[1]); \
-    redis.call('publish', KEYS[2], ARGV[1]); \
-    return 1; \
-end; \
-return nil;";
-
-/// KEYS[1] = lock; ARGV[1] = lease ms, ARGV[2] = owner. 1 when renewed, else 0.
-const RENEW: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
-    redis.call('pexpire', KEYS[1], ARGV[1]); \
-    return 1; \
-end; \
-return 0;";
 
 /// A connection with the three scripts loaded.
 struct Redisson {

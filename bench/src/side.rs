@@ -8,38 +8,12 @@ use redis::{Cmd, Value};
 /// The lease every bench lock is taken with, in ms.
 pub const LEASE_MS: u64 = 30_000;
 
-/// KEYS[1] = lock; ARGV[1] = lease ms, ARGV[2] = owner. Nil when acquired, else the PTTL.
-const TRY_LOCK: &str = "\
-if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
-    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
-    redis.call('pexpire', KEYS[1], ARGV[1]); \
-    return nil; \
-end; \
-return redis.call('pttl', KEYS[1]);";
+/// Redisson's `RLock` scripts, shared with the tests (`tests/support/redisson/`).
+const TRY_LOCK: &str = include_str!("../../tests/support/redisson/try_lock.lua");
 
-/// KEYS[1] = lock, KEYS[2] = channel; ARGV[1] = message, ARGV[2] = lease ms, ARGV[3] = owner.
-const UNLOCK: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then \
-    return nil; \
-end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-if (counter > 0) then \
-    redis.call('pexpire', KEYS[1], ARGV[2]); \
-    return 0; \
-else \
-    redis.call('del', KEYS[1]); \
-    redis.call('publish', KEYS[2], ARGV[1]); \
-    return 1; \
-end; \
-return nil;";
+const UNLOCK: &str = include_str!("../../tests/support/redisson/unlock.lua");
 
-/// KEYS[1] = lock; ARGV[1] = lease ms, ARGV[2] = owner. 1 when renewed, else 0.
-const RENEW: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then \
-    redis.call('pexpire', KEYS[1], ARGV[1]); \
-    return 1; \
-end; \
-return 0;";
+const RENEW: &str = include_str!("../../tests/support/redisson/renew.lua");
 
 /// The SHA1s of the baseline's scripts, loaded on the server.
 #[derive(Debug, Clone)]

@@ -4,35 +4,10 @@
 
 use redis::Value;
 
+use crate::support::redisson::{TRY_LOCK, UNLOCK};
 use crate::support::{channel, hgetall, int, pexpiretime, raw, Server, Subscriber, DEFAULT_PREFIX};
 use crate::wire::Reply;
 use crate::{enqueue, owner, stat, token};
-
-/// Redisson's `tryLockInner`: KEYS[1] = lock; ARGV[1] = lease ms, ARGV[2] = owner.
-const TRY_LOCK: &str = "\
-if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then \
-    redis.call('hincrby', KEYS[1], ARGV[2], 1); \
-    redis.call('pexpire', KEYS[1], ARGV[1]); \
-    return nil; \
-end; \
-return redis.call('pttl', KEYS[1]);";
-
-/// Redisson's `unlockInner`: KEYS[1] = lock, KEYS[2] = channel; ARGV[1] = message,
-/// ARGV[2] = lease ms, ARGV[3] = owner.
-const UNLOCK: &str = "\
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then \
-    return nil; \
-end; \
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
-if (counter > 0) then \
-    redis.call('pexpire', KEYS[1], ARGV[2]); \
-    return 0; \
-else \
-    redis.call('del', KEYS[1]); \
-    redis.call('publish', KEYS[2], ARGV[1]); \
-    return 1; \
-end; \
-return nil;";
 
 fn script_lock(con: &mut redis::Connection, key: &str, owner: &str) {
     let reply = raw(con, &["EVAL", TRY_LOCK, "1", key, "30000", owner]);
