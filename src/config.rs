@@ -56,11 +56,16 @@ pub struct ChannelPrefix(Mutex<Vec<u8>>);
 
 impl ChannelPrefix {
     pub fn get(&self) -> Vec<u8> {
+        self.with(<[u8]>::to_vec)
+    }
+
+    /// Runs `f` on the prefix without copying it.
+    pub fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let prefix = lock(&self.0);
         if prefix.is_empty() {
-            DEFAULT_CHANNEL_PREFIX.as_bytes().to_vec()
+            f(DEFAULT_CHANNEL_PREFIX.as_bytes())
         } else {
-            prefix.clone()
+            f(&prefix)
         }
     }
 }

@@ -33,14 +33,14 @@ pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
     }
     let db = selected_db(ctx);
     if queue_len(db, key) > 0 {
-        schedule(ctx, db, key.to_vec(), 0, expired);
+        schedule(ctx, Check::now(db, key.to_vec(), expired), 0);
     }
 }
 
 /// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended: check every lock with waiters.
 pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
     for (d, key) in waiters::queued_keys(db) {
-        schedule(ctx, d, key, 0, false);
+        schedule(ctx, Check::now(d, key, false), 0);
     }
 }
 
@@ -48,17 +48,22 @@ pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
 pub fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i64) {
     // The lease is over when the clock reaches its deadline (Redis itself would keep the
     // key through that millisecond): the check hands it on then.
-    let fire_at = deadline_ms;
-    if waiters::claim_timer(db, key, fire_at) {
+    if waiters::claim_timer(db, key, deadline_ms) {
         // Rounded down: Redis's event loop may wake up to 1 ms after a timer is due, so
-        // the timer aims at the start of `fire_at`'s millisecond and a check that comes
+        // the timer aims at the start of the deadline's millisecond and a check that comes
         // early re-arms for the next turn of the loop.
-        let delay = fire_at
+        let delay = deadline_ms
             .saturating_mul(1000)
             .saturating_sub(token::now_us())
             .div_euclid(1000)
             .max(0);
-        schedule_at(ctx, db, key.to_vec(), delay, true, fire_at);
+        let check = Check {
+            db,
+            key: key.to_vec(),
+            expiry: true,
+            fire_at: deadline_ms,
+        };
+        schedule(ctx, check, delay);
     }
 }
 
@@ -71,27 +76,23 @@ struct Check {
     fire_at: i64,
 }
 
-fn schedule(ctx: *mut raw::RedisModuleCtx, db: c_int, key: Vec<u8>, delay_ms: i64, expiry: bool) {
-    schedule_at(ctx, db, key, delay_ms, expiry, 0);
+impl Check {
+    /// A check to run at once.
+    fn now(db: c_int, key: Vec<u8>, expiry: bool) -> Check {
+        Check {
+            db,
+            key,
+            expiry,
+            fire_at: 0,
+        }
+    }
 }
 
-fn schedule_at(
-    ctx: *mut raw::RedisModuleCtx,
-    db: c_int,
-    key: Vec<u8>,
-    delay_ms: i64,
-    expiry: bool,
-    fire_at: i64,
-) {
+fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) {
     let Some(create_timer) = (unsafe { raw::RedisModule_CreateTimer }) else {
         return;
     };
-    let data = Box::into_raw(Box::new(Check {
-        db,
-        key,
-        expiry,
-        fire_at,
-    }));
+    let data = Box::into_raw(Box::new(check));
     unsafe { create_timer(ctx, delay_ms, Some(run_check), data.cast::<c_void>()) };
 }
 
@@ -125,13 +126,13 @@ fn serve_or_rearm(
     let key = LockKey::open(ctx, name.0, true)?;
     match key.read() {
         Ok(None) => {
-            if hand_off(check.db, &key)?.is_some() && check.expiry {
+            if hand_off(check.db, &key, false)?.is_some() && check.expiry {
                 info::EXPIRY_HANDOFFS.bump();
             }
         }
         // The lease ended this millisecond: the holding is over.
         Ok(Some(_)) if check.expiry && key.ttl_ms()? == 0 => {
-            if hand_off(check.db, &key)?.is_some() {
+            if hand_off(check.db, &key, true)?.is_some() {
                 info::EXPIRY_HANDOFFS.bump();
             }
         }

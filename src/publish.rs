@@ -13,7 +13,8 @@ pub fn release_message(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<(), 
     if mode == PublishMode::none {
         return Ok(());
     }
-    let channel = OwnedString::new(ctx, &release_channel(&CHANNEL_PREFIX.get(), key))?;
+    let channel = CHANNEL_PREFIX.with(|prefix| release_channel(prefix, key));
+    let channel = OwnedString::new(ctx, &channel)?;
     let message = OwnedString::new(ctx, RELEASE_MESSAGE)?;
     let publish = match mode {
         PublishMode::spublish => api!(RedisModule_PublishMessageShard),

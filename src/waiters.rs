@@ -162,15 +162,10 @@ pub fn take_grant(bc: Bc) -> Option<Grant> {
 }
 
 /// Hands the lock to the first waiter, if any: writes its holding (count 1, its lease,
-/// a fresh token), replicates it, and unblocks it with the token. `key` must be free, or
-/// still hold the holding being given up. Returns the new token.
-pub fn hand_off(db: c_int, key: &LockKey) -> Result<Option<i64>, LockError> {
+/// a fresh token), replicates it, and unblocks it with the token. `occupied`: the key still
+/// holds the holding being given up (replaced); otherwise it is free. Returns the new token.
+pub fn hand_off(db: c_int, key: &LockKey, occupied: bool) -> Result<Option<i64>, LockError> {
     let unblock = api!(RedisModule_UnblockClient);
-    if queue_len(db, key.name()) == 0 {
-        return Ok(None);
-    }
-    // Never overwrite something that is not a lock.
-    let occupied = key.read()?.is_some();
     let Some(waiter) = with(|r| r.pop(db, key.name())) else {
         return Ok(None);
     };
@@ -195,14 +190,6 @@ pub fn hand_off(db: c_int, key: &LockKey) -> Result<Option<i64>, LockError> {
     unsafe { unblock(waiter.bc, Box::into_raw(outcome).cast::<c_void>()) };
     info::HANDOFFS.bump();
     Ok(Some(token))
-}
-
-/// Serves waiters of a lock that is now free (called by a command that found it free).
-pub fn serve_if_queued(db: c_int, key: &LockKey) -> Result<Option<i64>, LockError> {
-    if queue_len(db, key.name()) == 0 {
-        return Ok(None);
-    }
-    hand_off(db, key)
 }
 
 /// Whether any client waits anywhere (the fast path of every event).

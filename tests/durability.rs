@@ -142,6 +142,44 @@ fn wait_persistence_idle(con: &mut redis::Connection) {
     assert!(idle, "background save did not finish");
 }
 
+/// A server persisting with RDB only (no automatic saves).
+fn rdb_server() -> Durable {
+    Durable::start(&["--save", "", "--appendonly", "no"])
+}
+
+/// A server persisting with an AOF, with or without the RDB preamble.
+fn aof_server(preamble: &str) -> Durable {
+    Durable::start(&[
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        preamble,
+    ])
+}
+
+/// Issues a token, then moves the counter `HUGE_GAP` past it.
+fn counter_far_past_the_clock(con: &mut redis::Connection) {
+    token_of_a_released_lock(con, "a");
+    push_counter_ahead(con, HUGE_GAP);
+}
+
+/// Runs `BGSAVE` or `BGREWRITEAOF` and waits until it is done.
+fn in_background(con: &mut redis::Connection, command: &str) {
+    let _: String = redis::cmd(command).query(con).expect(command);
+    wait_persistence_idle(con);
+}
+
+/// Restarts the server and checks that its first token is past `before`.
+fn assert_restart_moves_past(server: &mut Durable, before: i64) {
+    let after = first_token_after_restart(server);
+    assert!(
+        after > before,
+        "token {after} after restart ≤ {before} before"
+    );
+}
+
 fn first_token_after_restart(server: &mut Durable) -> i64 {
     server.restart();
     int(&mut server.conn(), &["LOCK.ACQUIRE", "after", "o"])
@@ -149,73 +187,41 @@ fn first_token_after_restart(server: &mut Durable) -> i64 {
 
 #[test]
 fn save_then_restart_never_reissues_a_token() {
-    let mut server = Durable::start(&["--save", "", "--appendonly", "no"]);
+    let mut server = rdb_server();
     let mut con = server.conn();
-    token_of_a_released_lock(&mut con, "a");
-    push_counter_ahead(&mut con, HUGE_GAP);
+    counter_far_past_the_clock(&mut con);
     let before = token_of_a_released_lock(&mut con, "b");
     assert_eq!(int(&mut con, &["DBSIZE"]), 0, "no lock key remains");
     let _: () = redis::cmd("SAVE").query(&mut con).expect("save");
-    let after = first_token_after_restart(&mut server);
-    assert!(
-        after > before,
-        "token {after} after restart ≤ {before} before"
-    );
+    assert_restart_moves_past(&mut server, before);
 }
 
 #[test]
 fn bgsave_then_restart_never_reissues_a_token() {
-    let mut server = Durable::start(&["--save", "", "--appendonly", "no"]);
+    let mut server = rdb_server();
     let mut con = server.conn();
-    token_of_a_released_lock(&mut con, "a");
-    push_counter_ahead(&mut con, HUGE_GAP);
+    counter_far_past_the_clock(&mut con);
     let before = token_of_a_released_lock(&mut con, "b");
-    let _: String = redis::cmd("BGSAVE").query(&mut con).expect("bgsave");
-    wait_persistence_idle(&mut con);
-    let after = first_token_after_restart(&mut server);
-    assert!(
-        after > before,
-        "token {after} after restart ≤ {before} before"
-    );
+    in_background(&mut con, "BGSAVE");
+    assert_restart_moves_past(&mut server, before);
 }
 
 #[test]
 fn aof_with_rdb_preamble_keeps_the_counter_with_no_lock_left() {
-    let mut server = Durable::start(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "yes",
-    ]);
+    let mut server = aof_server("yes");
     let mut con = server.conn();
-    token_of_a_released_lock(&mut con, "a");
-    push_counter_ahead(&mut con, HUGE_GAP);
+    counter_far_past_the_clock(&mut con);
     let before = token_of_a_released_lock(&mut con, "b");
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).expect("rewrite");
-    wait_persistence_idle(&mut con);
-    let after = first_token_after_restart(&mut server);
-    assert!(
-        after > before,
-        "token {after} after restart ≤ {before} before"
-    );
+    in_background(&mut con, "BGREWRITEAOF");
+    assert_restart_moves_past(&mut server, before);
 }
 
 #[test]
 fn aof_commands_teach_the_counter_on_replay() {
     for preamble in ["yes", "no"] {
-        let mut server = Durable::start(&[
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--aof-use-rdb-preamble",
-            preamble,
-        ]);
+        let mut server = aof_server(preamble);
         let mut con = server.conn();
-        token_of_a_released_lock(&mut con, "a");
-        push_counter_ahead(&mut con, HUGE_GAP);
+        counter_far_past_the_clock(&mut con);
         // Written after the last rewrite: only the AOF's commands record this token.
         let before = int(&mut con, &["LOCK.ACQUIRE", "held", "o", "LEASE", "600000"]);
         let after = first_token_after_restart(&mut server);
@@ -225,49 +231,24 @@ fn aof_commands_teach_the_counter_on_replay() {
 
 #[test]
 fn aof_rewritten_without_preamble_keeps_tokens_of_remaining_locks() {
-    let mut server = Durable::start(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-    ]);
+    let mut server = aof_server("no");
     let mut con = server.conn();
-    token_of_a_released_lock(&mut con, "a");
-    push_counter_ahead(&mut con, HUGE_GAP);
+    counter_far_past_the_clock(&mut con);
     let before = int(&mut con, &["LOCK.ACQUIRE", "held", "o", "LEASE", "600000"]);
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).expect("rewrite");
-    wait_persistence_idle(&mut con);
-    let after = first_token_after_restart(&mut server);
-    assert!(
-        after > before,
-        "token {after} after restart ≤ {before} before"
-    );
+    in_background(&mut con, "BGREWRITEAOF");
+    assert_restart_moves_past(&mut server, before);
 }
 
 #[test]
 fn aof_rewritten_without_preamble_and_no_lock_left_still_moves_forward() {
-    let mut server = Durable::start(&[
-        "--save",
-        "",
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-    ]);
+    let mut server = aof_server("no");
     let mut con = server.conn();
     let before = (0..50)
         .map(|i| token_of_a_released_lock(&mut con, &format!("k{i}")))
         .max()
         .unwrap_or(0);
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).expect("rewrite");
-    wait_persistence_idle(&mut con);
-    let after = first_token_after_restart(&mut server);
-    assert!(
-        after > before,
-        "token {after} after restart ≤ {before} before"
-    );
+    in_background(&mut con, "BGREWRITEAOF");
+    assert_restart_moves_past(&mut server, before);
 }
 
 fn promote(replica: &Server) -> redis::Connection {
@@ -320,8 +301,7 @@ fn promoted_replica_skips_past_streamed_tokens_by_the_gap() {
 fn replica_attached_by_full_sync_only_skips_past_the_masters_tokens() {
     let master = Server::start();
     let mut m = master.conn();
-    token_of_a_released_lock(&mut m, "a");
-    push_counter_ahead(&mut m, HUGE_GAP);
+    counter_far_past_the_clock(&mut m);
     // Issued before the replica exists and gone since: only the RDB of the full sync has it.
     let highest = token_of_a_released_lock(&mut m, "b");
     let replica = master.replica();

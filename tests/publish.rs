@@ -21,6 +21,17 @@ fn messages_before_sentinel(
     sub.until(SENTINEL)
 }
 
+/// Takes `key` as owner `a` and releases it to zero.
+fn take_and_release(con: &mut redis::Connection, key: &[u8]) {
+    int(con, &[&b"LOCK.ACQUIRE"[..], key, b"a"]);
+    assert_eq!(int(con, &[&b"LOCK.RELEASE"[..], key, b"a"]), 0);
+}
+
+fn config_set(con: &mut redis::Connection, name: &str, value: &str) {
+    let ok = raw(con, &["CONFIG", "SET", name, value]);
+    assert_eq!(ok, Value::Okay);
+}
+
 fn release_message(kind: &str, ch: &[u8]) -> Message {
     Message {
         kind: kind.to_owned(),
@@ -36,8 +47,7 @@ fn release_to_zero_publishes_zero_on_the_default_channel() {
     let ch = channel(DEFAULT_PREFIX, b"lock:1");
     assert_eq!(ch, b"redisson_lock__channel:{lock:1}");
     let mut sub = Subscriber::both(&server, &ch);
-    int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
-    assert_eq!(int(&mut con, &["LOCK.RELEASE", "lock:1", "a"]), 0);
+    take_and_release(&mut con, b"lock:1");
     assert_eq!(
         messages_before_sentinel(&mut con, &mut sub, &ch),
         [release_message("message", &ch)]
@@ -99,8 +109,7 @@ fn key_with_a_brace_is_not_wrapped_again() {
     let ch = channel(DEFAULT_PREFIX, b"{order}:42");
     assert_eq!(ch, b"redisson_lock__channel:{order}:42");
     let mut sub = Subscriber::both(&server, &ch);
-    int(&mut con, &["LOCK.ACQUIRE", "{order}:42", "a"]);
-    assert_eq!(int(&mut con, &["LOCK.RELEASE", "{order}:42", "a"]), 0);
+    take_and_release(&mut con, b"{order}:42");
     assert_eq!(
         messages_before_sentinel(&mut con, &mut sub, &ch),
         [release_message("message", &ch)]
@@ -114,8 +123,7 @@ fn binary_key_gets_a_binary_channel() {
     let key: &[u8] = b"lock:\xff\x00\r\n";
     let ch = channel(DEFAULT_PREFIX, key);
     let mut sub = Subscriber::both(&server, &ch);
-    int(&mut con, &[&b"LOCK.ACQUIRE"[..], key, b"a"]);
-    assert_eq!(int(&mut con, &[&b"LOCK.RELEASE"[..], key, b"a"]), 0);
+    take_and_release(&mut con, key);
     assert_eq!(
         messages_before_sentinel(&mut con, &mut sub, &ch),
         [release_message("message", &ch)]
@@ -126,17 +134,12 @@ fn binary_key_gets_a_binary_channel() {
 fn channel_prefix_config_changes_the_channel() {
     let server = Server::start();
     let mut con = server.conn();
-    let ok = raw(
-        &mut con,
-        &["CONFIG", "SET", "rlock.channel-prefix", "my_locks"],
-    );
-    assert_eq!(ok, Value::Okay);
+    config_set(&mut con, "rlock.channel-prefix", "my_locks");
     let old = channel(DEFAULT_PREFIX, b"lock:1");
     let new = channel("my_locks", b"lock:1");
     let mut old_sub = Subscriber::both(&server, &old);
     let mut new_sub = Subscriber::both(&server, &new);
-    int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
-    assert_eq!(int(&mut con, &["LOCK.RELEASE", "lock:1", "a"]), 0);
+    take_and_release(&mut con, b"lock:1");
     assert_eq!(
         messages_before_sentinel(&mut con, &mut new_sub, &new),
         [release_message("message", &new)]
@@ -148,12 +151,10 @@ fn channel_prefix_config_changes_the_channel() {
 fn spublish_mode_sends_a_sharded_message() {
     let server = Server::start();
     let mut con = server.conn();
-    let ok = raw(&mut con, &["CONFIG", "SET", "rlock.publish", "spublish"]);
-    assert_eq!(ok, Value::Okay);
+    config_set(&mut con, "rlock.publish", "spublish");
     let ch = channel(DEFAULT_PREFIX, b"lock:1");
     let mut sub = Subscriber::both(&server, &ch);
-    int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
-    assert_eq!(int(&mut con, &["LOCK.RELEASE", "lock:1", "a"]), 0);
+    take_and_release(&mut con, b"lock:1");
     int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
     assert_eq!(int(&mut con, &["LOCK.FORCERELEASE", "lock:1"]), 1);
     assert_eq!(
@@ -169,20 +170,16 @@ fn spublish_mode_sends_a_sharded_message() {
 fn none_mode_publishes_nothing() {
     let server = Server::start();
     let mut con = server.conn();
-    let ok = raw(&mut con, &["CONFIG", "SET", "rlock.publish", "none"]);
-    assert_eq!(ok, Value::Okay);
+    config_set(&mut con, "rlock.publish", "none");
     let ch = channel(DEFAULT_PREFIX, b"lock:1");
     let mut sub = Subscriber::both(&server, &ch);
-    int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
-    assert_eq!(int(&mut con, &["LOCK.RELEASE", "lock:1", "a"]), 0);
+    take_and_release(&mut con, b"lock:1");
     int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
     assert_eq!(int(&mut con, &["LOCK.FORCERELEASE", "lock:1"]), 1);
     assert_eq!(messages_before_sentinel(&mut con, &mut sub, &ch), []);
 
-    let ok = raw(&mut con, &["CONFIG", "SET", "rlock.publish", "publish"]);
-    assert_eq!(ok, Value::Okay);
-    int(&mut con, &["LOCK.ACQUIRE", "lock:1", "a"]);
-    assert_eq!(int(&mut con, &["LOCK.RELEASE", "lock:1", "a"]), 0);
+    config_set(&mut con, "rlock.publish", "publish");
+    take_and_release(&mut con, b"lock:1");
     assert_eq!(
         messages_before_sentinel(&mut con, &mut sub, &ch),
         [release_message("message", &ch)]

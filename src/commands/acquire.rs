@@ -38,7 +38,7 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
     let db = waiters::selected_db(ctx);
     let mut current = key.read_as(&owner)?;
     // A lock freed behind the module's back goes to its queue before any newcomer.
-    if current.is_none() && waiters::serve_if_queued(db, &key)?.is_some() {
+    if current.is_none() && waiters::hand_off(db, &key, false)?.is_some() {
         current = key.read_as(&owner)?;
     }
     match lock::acquire(current.as_ref(), parsed.owner) {

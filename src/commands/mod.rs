@@ -24,11 +24,11 @@ fn key_arg(args: &[RedisString]) -> Result<*mut raw::RedisModuleString, LockErro
     args.get(1).map(|s| s.inner).ok_or(LockError::WrongArity)
 }
 
-/// A lock's last hold is gone: hand it to the first waiter, or delete it and publish the
-/// release message.
+/// A lock's last hold is gone (the key still holds it): hand it to the first waiter, or
+/// delete it and publish the release message.
 pub(crate) fn free(ctx: *mut raw::RedisModuleCtx, key: &LockKey) -> Result<(), LockError> {
     let db = waiters::selected_db(ctx);
-    if waiters::hand_off(db, key)?.is_none() {
+    if waiters::hand_off(db, key, true)?.is_none() {
         key.delete()?;
         publish::release_message(ctx, key.name())?;
     }
