@@ -31,6 +31,7 @@ use crate::client::{Client, Owner};
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
 use crate::info::LockInfo;
+use crate::lock::Lock;
 use crate::options::LockOptions;
 
 /// A runtime that is shut down without waiting, wherever it is dropped.
@@ -153,17 +154,23 @@ impl BlockingLock {
 
     /// Acquires the lock as the calling thread; see [`Lock::acquire`](crate::Lock::acquire).
     pub fn acquire(&self) -> Result<BlockingGuard> {
-        let lock = self.client.owner().lock(&self.key).options(self.options);
-        let guard = self.client.rt.block_on(lock.acquire())?;
+        let guard = self.client.rt.block_on(self.as_thread().acquire())?;
         Ok(self.wrap(guard))
     }
 
     /// Tries to acquire the lock as the calling thread, waiting up to `wait`; see
     /// [`Lock::try_acquire`](crate::Lock::try_acquire).
     pub fn try_acquire(&self, wait: Duration) -> Result<Option<BlockingGuard>> {
-        let lock = self.client.owner().lock(&self.key).options(self.options);
-        let guard = self.client.rt.block_on(lock.try_acquire(wait))?;
+        let guard = self
+            .client
+            .rt
+            .block_on(self.as_thread().try_acquire(wait))?;
         Ok(guard.map(|g| self.wrap(g)))
+    }
+
+    /// The lock, acquired as the calling thread's owner.
+    fn as_thread(&self) -> Lock {
+        self.client.owner().lock(&self.key).options(self.options)
     }
 
     fn wrap(&self, guard: Guard) -> BlockingGuard {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{IntoConnectionInfo, Value};
+use redis::{FromRedisValue, IntoConnectionInfo, Value};
 use tokio::runtime::Handle;
 
 use crate::error::{Error, Result};
@@ -97,25 +97,22 @@ impl Client {
 
     /// The state of lock `name` (`LOCK.INFO`), or `None` if it is free.
     pub async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
-        let mut conn = self.inner.conn.clone();
-        let cmd = redis::cmd("LOCK.INFO").arg(name).to_owned();
-        let reply: Value = cmd
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        let reply: Value = self.query("LOCK.INFO", name).await?;
         Ok(LockInfo::from_reply(reply)?)
     }
 
     /// Removes lock `name` whoever holds it (`LOCK.FORCERELEASE`, an admin command). True if a
     /// lock was removed. Its holder's guard notices at its next renewal.
     pub async fn force_release(&self, name: &str) -> Result<bool> {
-        let mut conn = self.inner.conn.clone();
-        let cmd = redis::cmd("LOCK.FORCERELEASE").arg(name).to_owned();
-        let removed: i64 = cmd
-            .query_async(&mut conn)
-            .await
-            .map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        let removed: i64 = self.query("LOCK.FORCERELEASE", name).await?;
         Ok(removed == 1)
+    }
+
+    /// `command name` on the shared connection.
+    async fn query<T: FromRedisValue>(&self, command: &str, name: &str) -> Result<T> {
+        let mut conn = self.inner.conn.clone();
+        let reply = redis::cmd(command).arg(name).query_async(&mut conn).await;
+        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
     }
 
     /// Counters of the watchdog's work: rounds, round trips, renewals, losses.

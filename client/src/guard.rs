@@ -171,12 +171,12 @@ fn release_job(
         // A renewal round may be on its way with this lock in it: let it land first.
         client.inner.watchdog.quiesce().await;
         let mut conn = client.inner.conn.clone();
-        let cmd = redis::cmd("LOCK.RELEASE")
+        let answer = redis::cmd("LOCK.RELEASE")
             .arg(&holding.key)
             .arg(&holding.owner)
-            .to_owned();
-        let answer = cmd.query_async::<u64>(&mut conn).await;
-        let answer = answer.map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
+            .query_async::<u64>(&mut conn)
+            .await
+            .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
         match (answer, lost) {
             (_, Some(reason)) => Err(lost_error(&holding, reason)),
             (Ok(remaining), None) => {

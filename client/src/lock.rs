@@ -42,13 +42,6 @@ impl fmt::Debug for Lock {
     }
 }
 
-/// How long an acquisition may wait.
-#[derive(Debug, Clone, Copy)]
-enum Wait {
-    Forever,
-    Upto(Duration),
-}
-
 impl Lock {
     pub(crate) fn new(client: Client, key: String, owner: Option<Arc<str>>) -> Lock {
         Lock {
@@ -76,21 +69,17 @@ impl Lock {
     ///
     /// Cancel-safe: dropping the future leaks no hold.
     pub async fn acquire(&self) -> Result<Guard> {
-        let wait = match self.options.wait_limit() {
-            Some(limit) => Wait::Upto(limit),
-            None => Wait::Forever,
-        };
-        let waited = self.options.wait_limit().unwrap_or_default();
-        self.run(wait).await?.ok_or_else(|| Error::Timeout {
+        let limit = self.options.wait_limit();
+        self.run(limit).await?.ok_or_else(|| Error::Timeout {
             key: self.key.clone(),
-            waited,
+            waited: limit.unwrap_or_default(),
         })
     }
 
     /// Tries to acquire the lock, waiting up to `wait` ([`Duration::ZERO`]: not at all).
     /// `Ok(None)` if it stayed busy. Cancel-safe, as [`acquire`](Lock::acquire).
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<Guard>> {
-        self.run(Wait::Upto(wait)).await
+        self.run(Some(wait)).await
     }
 
     /// The lock's state on the server (`LOCK.INFO`), or `None` if it is free.
@@ -98,7 +87,8 @@ impl Lock {
         self.client.info(&self.key).await
     }
 
-    async fn run(&self, wait: Wait) -> Result<Option<Guard>> {
+    /// Acquires, waiting up to `limit` (`None`: without limit).
+    async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
         let owner = match &self.owner {
             Some(id) => id.to_string(),
             None => self.client.next_owner_id(),
@@ -111,7 +101,7 @@ impl Lock {
             options: self.options,
             reply,
         };
-        self.client.inner.runtime.spawn(task.run(wait));
+        self.client.inner.runtime.spawn(task.run(limit));
         outcome
             .await
             .map_err(|_| Error::internal("the acquiring task ended without an answer"))?
@@ -134,8 +124,8 @@ struct Acquisition {
 }
 
 impl Acquisition {
-    async fn run(mut self, wait: Wait) {
-        let outcome = self.acquire(wait).await;
+    async fn run(mut self, limit: Option<Duration>) {
+        let outcome = self.acquire(limit).await;
         if let Err(Ok(Some(guard))) = self.reply.send(outcome) {
             tracing::debug!(key = %guard.key(), owner = %guard.owner(), "acquire cancelled after the grant; releasing");
             if let Err(err) = guard.release().await {
@@ -144,8 +134,8 @@ impl Acquisition {
         }
     }
 
-    async fn acquire(&mut self, wait: Wait) -> Outcome {
-        let Some((token, at, conn)) = self.attempt(wait).await? else {
+    async fn acquire(&mut self, limit: Option<Duration>) -> Outcome {
+        let Some((token, at, conn)) = self.attempt(limit).await? else {
             return Ok(None);
         };
         let guard = Guard::new(
@@ -172,20 +162,8 @@ impl Acquisition {
         }
     }
 
-    fn command(&self) -> redis::Cmd {
-        let mut cmd = redis::cmd("LOCK.ACQUIRE");
-        cmd.arg(&self.key)
-            .arg(&self.owner)
-            .arg("LEASE")
-            .arg(self.options.lease_ms());
-        cmd
-    }
-
-    async fn attempt(&mut self, wait: Wait) -> Result<Option<Granted>> {
-        let deadline = match wait {
-            Wait::Forever => None,
-            Wait::Upto(limit) => Some(Instant::now() + limit),
-        };
+    async fn attempt(&mut self, limit: Option<Duration>) -> Result<Option<Granted>> {
+        let deadline = limit.map(|limit| Instant::now() + limit);
         if let Some(granted) = self.try_once().await? {
             return Ok(Some(granted));
         }
@@ -226,7 +204,7 @@ impl Acquisition {
             Some(_) => Some(self.client.inner.waits.get().await?),
             None => None,
         };
-        let cmd = self.command();
+        let cmd = acquire_command(&self.key, &self.owner, self.options.lease_ms());
         let reply = match own.as_mut() {
             Some(waiter) => cmd.query_async::<Option<u64>>(&mut waiter.conn).await,
             None => {
@@ -252,4 +230,11 @@ impl Acquisition {
             }
         }
     }
+}
+
+/// `LOCK.ACQUIRE key owner LEASE ms`, to which a wait adds `WAIT ms`.
+pub(crate) fn acquire_command(key: &str, owner: &str, lease_ms: u64) -> redis::Cmd {
+    let mut cmd = redis::cmd("LOCK.ACQUIRE");
+    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+    cmd
 }

@@ -1,7 +1,9 @@
 //! The client's local record of the locks it holds: what the watchdog renews, when each lease
 //! runs out, and which holdings are lost. Pure bookkeeping, no Redis in it.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,6 +88,44 @@ impl Entry {
     }
 }
 
+/// A `(key, owner)` pair: the map's owned keys and borrowed lookups hash and compare alike,
+/// so a lookup allocates no key.
+trait Id {
+    fn pair(&self) -> (&str, &str);
+}
+
+impl Id for (String, String) {
+    fn pair(&self) -> (&str, &str) {
+        (&self.0, &self.1)
+    }
+}
+
+impl Id for (&str, &str) {
+    fn pair(&self) -> (&str, &str) {
+        *self
+    }
+}
+
+impl<'a> Borrow<dyn Id + 'a> for (String, String) {
+    fn borrow(&self) -> &(dyn Id + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn Id + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.pair().hash(state);
+    }
+}
+
+impl PartialEq for dyn Id + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.pair() == other.pair()
+    }
+}
+
+impl Eq for dyn Id + '_ {}
+
 /// All holdings of one client, by `(key, owner)`.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
@@ -97,10 +137,17 @@ fn third(lease: Duration) -> Duration {
 }
 
 impl Registry {
+    fn get(&self, key: &str, owner: &str) -> Option<&Entry> {
+        self.entries.get(&(key, owner) as &dyn Id)
+    }
+
+    fn get_mut(&mut self, key: &str, owner: &str) -> Option<&mut Entry> {
+        self.entries.get_mut(&(key, owner) as &dyn Id)
+    }
+
     /// Records one more hold; returns the holding the new guard shares.
     pub(crate) fn register(&mut self, g: &Grant<'_>) -> Arc<Holding> {
-        let id = (g.key.to_owned(), g.owner.to_owned());
-        if let Some(e) = self.entries.get_mut(&id) {
+        if let Some(e) = self.get_mut(g.key, g.owner) {
             if e.current.token == g.token {
                 // Reentry: the server counted one more hold and reset the lease.
                 if e.current.lost_reason().is_some() {
@@ -127,15 +174,15 @@ impl Registry {
             deadline: g.at + g.lease,
             next_renew: g.at + third(g.lease),
         };
-        self.entries.insert(id, entry);
+        self.entries
+            .insert((g.key.to_owned(), g.owner.to_owned()), entry);
         current
     }
 
     /// Forgets one hold of `h`. True if that hold is still counted on the server's holding
     /// (same token), so a `LOCK.RELEASE` must be sent for it.
     pub(crate) fn unregister(&mut self, h: &Holding, watchdog: bool) -> bool {
-        let id = (h.key.clone(), h.owner.clone());
-        let Some(e) = self.entries.get_mut(&id) else {
+        let Some(e) = self.get_mut(&h.key, &h.owner) else {
             return false;
         };
         if e.current.token != h.token {
@@ -146,7 +193,8 @@ impl Registry {
             e.watched = e.watched.saturating_sub(1);
         }
         if e.holds == 0 {
-            self.entries.remove(&id);
+            self.entries
+                .remove(&(h.key.as_str(), h.owner.as_str()) as &dyn Id);
         }
         true
     }
@@ -154,7 +202,7 @@ impl Registry {
     /// Marks `h` lost, and its entry too if the entry still describes the same holding.
     pub(crate) fn mark_lost(&mut self, h: &Holding, reason: LossReason) -> bool {
         let fresh = h.mark_lost(reason);
-        if let Some(e) = self.entries.get(&(h.key.clone(), h.owner.clone())) {
+        if let Some(e) = self.get(&h.key, &h.owner) {
             if e.current.token == h.token {
                 e.current.mark_lost(reason);
             }
@@ -182,7 +230,7 @@ impl Registry {
 
     fn entry_of(&mut self, r: &Renewal) -> Option<&mut Entry> {
         let h = &r.holding;
-        let e = self.entries.get_mut(&(h.key.clone(), h.owner.clone()))?;
+        let e = self.get_mut(&h.key, &h.owner)?;
         Arc::ptr_eq(&e.current, h).then_some(e)
     }
 
@@ -226,8 +274,7 @@ impl Registry {
 
     /// How many live guards hold `(key, owner)` with `token`.
     pub(crate) fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
-        let entry = self.entries.get(&(key.to_owned(), owner.to_owned()));
-        entry
+        self.get(key, owner)
             .filter(|e| e.current.token == token)
             .map_or(0, |e| e.holds)
     }

@@ -47,13 +47,8 @@ impl Wait<'_> {
             None => 0,
             Some(d) => crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1),
         };
-        let mut cmd = redis::cmd("LOCK.ACQUIRE");
-        cmd.arg(self.key)
-            .arg(self.owner)
-            .arg("LEASE")
-            .arg(self.lease_ms)
-            .arg("WAIT")
-            .arg(wait_ms);
+        let mut cmd = crate::lock::acquire_command(self.key, self.owner, self.lease_ms);
+        cmd.arg("WAIT").arg(wait_ms);
         let overdue = self.deadline.map(|d| d + REPLY_GRACE);
         let answer = tokio::select! {
             biased;

@@ -52,6 +52,19 @@ impl Shared {
     fn stats(&self) -> MutexGuard<'_, WatchdogStats> {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Marks a holding lost; counts and reports the loss if it is news.
+    fn mark_lost(&self, holding: &Holding, reason: LossReason) {
+        if self.registry().mark_lost(holding, reason) {
+            self.lost(holding, reason);
+        }
+    }
+
+    /// Counts and reports a holding just found lost.
+    fn lost(&self, holding: &Holding, reason: LossReason) {
+        self.stats().losses += 1;
+        tracing::warn!(key = %holding.key, owner = %holding.owner, %reason, "lock lost");
+    }
 }
 
 /// The handle on a client's watchdog task; dropping it stops the task.
@@ -91,10 +104,7 @@ impl Watchdog {
 
     /// Marks a holding lost (the server answered `NOTHELD`).
     pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
-        if self.shared.registry().mark_lost(holding, reason) {
-            self.shared.stats().losses += 1;
-            tracing::warn!(key = %holding.key, owner = %holding.owner, %reason, "lock lost");
-        }
+        self.shared.mark_lost(holding, reason);
     }
 
     /// How many live guards of this client hold `(key, owner)` with `token`.
@@ -148,12 +158,8 @@ async fn round(shared: &Shared, conn: &mut ConnectionManager) {
     }
     drop(flight);
     let expired = shared.registry().expire(Instant::now());
-    if !expired.is_empty() {
-        shared.stats().losses += expired.len() as u64;
-    }
     for h in expired {
-        let reason = LossReason::Expired;
-        tracing::warn!(key = %h.key, owner = %h.owner, %reason, "lock lost");
+        shared.lost(&h, LossReason::Expired);
     }
 }
 
@@ -203,13 +209,7 @@ async fn renew(shared: &Shared, conn: &mut ConnectionManager, due: &[Renewal], p
     }
     drop(registry);
     for h in refused {
-        let mut registry = shared.registry();
-        if registry.mark_lost(&h, LossReason::NotHeld) {
-            drop(registry);
-            shared.stats().losses += 1;
-            let reason = LossReason::NotHeld;
-            tracing::warn!(key = %h.key, owner = %h.owner, %reason, "lock lost");
-        }
+        shared.mark_lost(&h, LossReason::NotHeld);
     }
     tracing::debug!(locks = due.len(), ?took, "locks renewed");
 }

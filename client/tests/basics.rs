@@ -12,7 +12,7 @@ const SECOND: Duration = Duration::from_secs(1);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_gives_a_guard_with_token_key_and_owner() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let guard = client.lock("lock:a").acquire().await.unwrap();
     assert_eq!(guard.key(), "lock:a");
     assert!(guard.owner().starts_with(&format!("{}:", client.id())));
@@ -36,7 +36,7 @@ async fn acquire_gives_a_guard_with_token_key_and_owner() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_acquire_on_a_busy_lock_waits_then_answers_none() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let held = client.lock("busy").acquire().await.unwrap();
     let started = Instant::now();
     let got = client
@@ -63,7 +63,7 @@ async fn try_acquire_on_a_busy_lock_waits_then_answers_none() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acquire_with_a_wait_limit_times_out_with_the_key() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let _held = client.lock("slow").acquire().await.unwrap();
     let limited = LockOptions::new().wait(Duration::from_millis(150));
     let err = client
@@ -85,7 +85,7 @@ async fn acquire_with_a_wait_limit_times_out_with_the_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_gets_the_lock_with_a_higher_token_when_it_is_released() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let first = client.lock("handoff").acquire().await.unwrap();
     let first_token = first.token();
     let lock = client.lock("handoff");
@@ -108,7 +108,7 @@ async fn a_waiter_gets_the_lock_with_a_higher_token_when_it_is_released() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_happens_on_a_connection_of_its_own() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let held = client.lock("own-conn").acquire().await.unwrap();
     let lock = client.lock("own-conn");
     let waiter = tokio::spawn(async move { lock.acquire().await });
@@ -127,7 +127,7 @@ async fn waiting_happens_on_a_connection_of_its_own() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_guard_releases_in_the_background() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let guard = client.lock("dropped").acquire().await.unwrap();
     drop(guard);
     assert!(eventually(2 * SECOND, || server.info("dropped").is_none()).await);
@@ -151,7 +151,7 @@ async fn open_from_an_existing_redis_client_and_force_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_come_back_with_their_code() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     server.cmd::<()>(&["SET", "plain", "x"]);
     let err = client.lock("plain").acquire().await.unwrap_err();
     assert!(
@@ -175,7 +175,7 @@ async fn server_errors_come_back_with_their_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_unblock_does_not_end_a_wait() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let held = client.lock("patient").acquire().await.unwrap();
     let lock = client.lock("patient");
     let waiter = tokio::spawn(async move { lock.acquire().await });

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rlock_client::Client;
 use support::{eventually, Server};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
@@ -40,7 +39,7 @@ impl Rng {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_wait_leaves_the_queue_and_gets_nothing() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let held = client.lock("queue").acquire().await.unwrap();
     let waiting = timeout(Duration::from_millis(100), client.lock("queue").acquire()).await;
     assert!(waiting.is_err(), "the lock was busy");
@@ -84,8 +83,8 @@ async fn a_cancelled_wait_leaves_the_queue_and_gets_nothing() {
 async fn a_hundred_acquires_cancelled_at_random_moments_leak_no_hold() {
     support::trace();
     let server = Server::start();
-    let holder = Client::open(server.url()).await.unwrap();
-    let client = Client::open(server.url()).await.unwrap();
+    let holder = server.client().await;
+    let client = server.client().await;
     let mut rng = Rng::seeded();
     let stop = Arc::new(AtomicBool::new(false));
     let contention = {

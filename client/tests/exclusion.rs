@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::AsyncCommands;
-use rlock_client::Client;
 use support::Server;
 use tokio::task::JoinSet;
 
@@ -21,7 +20,7 @@ async fn eight_tasks_in_two_clients_increment_a_counter_exactly() {
     let tokens = Arc::new(Mutex::new(Vec::with_capacity(INCREMENTS)));
     let mut set = JoinSet::new();
     for c in 0..CLIENTS {
-        let client = Client::open(server.url()).await.unwrap();
+        let client = server.client().await;
         let data = server
             .redis()
             .get_multiplexed_async_connection()

@@ -6,7 +6,6 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rlock_client::Client;
 use support::{eventually, Server};
 use tokio::time::{sleep, timeout};
 
@@ -20,8 +19,8 @@ const TRIES: u32 = 20;
 async fn a_wait_whose_deadline_meets_a_handoff_answers_on_time() {
     support::trace();
     let server = Server::start();
-    let holder = Client::open(server.url()).await.unwrap();
-    let client = Client::open(server.url()).await.unwrap();
+    let holder = server.client().await;
+    let client = server.client().await;
     let mut late = Vec::new();
     for i in 0..TRIES {
         let held = holder.lock("edge").acquire().await.unwrap();
@@ -50,9 +49,9 @@ async fn a_wait_whose_deadline_meets_a_handoff_answers_on_time() {
 async fn a_cancelled_wait_crossing_a_handoff_frees_the_lock_at_once() {
     support::trace();
     let server = Server::start();
-    let holder = Client::open(server.url()).await.unwrap();
-    let client = Client::open(server.url()).await.unwrap();
-    let third = Client::open(server.url()).await.unwrap();
+    let holder = server.client().await;
+    let client = server.client().await;
+    let third = server.client().await;
     for i in 0..2 * TRIES {
         let held = holder.lock("crossing").acquire().await.unwrap();
         let lock = client.lock("crossing");

@@ -5,13 +5,12 @@ mod support;
 use std::time::Duration;
 
 use rlock_client::blocking::BlockingClient;
-use rlock_client::{Client, LockOptions};
-use support::Server;
+use support::{watched, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_handle_reenters_and_needs_as_many_releases() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let me = client.owner();
     assert!(me.id().starts_with(&format!("{}:", client.id())));
     let outer = me.lock("tree").acquire().await.unwrap();
@@ -36,7 +35,7 @@ async fn an_owner_handle_reenters_and_needs_as_many_releases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locks_without_an_owner_handle_are_not_reentrant() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let lock = client.lock("plain");
     let held = lock.acquire().await.unwrap();
     assert!(lock
@@ -57,11 +56,9 @@ async fn locks_without_an_owner_handle_are_not_reentrant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_keeps_renewing_while_one_reentrant_hold_remains() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let me = client.owner();
-    let watched = LockOptions::new()
-        .lease(Duration::from_millis(300))
-        .watchdog(true);
+    let watched = watched(Duration::from_millis(300));
     let outer = me.lock("nested").options(watched).acquire().await.unwrap();
     let inner = me.lock("nested").options(watched).acquire().await.unwrap();
     assert_eq!(inner.release().await.unwrap(), 1);
@@ -124,9 +121,7 @@ fn blocking_threads_take_turns_and_see_loss() {
     held.release().unwrap();
     assert_eq!(waiter.join().unwrap().unwrap().unwrap(), 0);
 
-    let watched = LockOptions::new()
-        .lease(Duration::from_millis(300))
-        .watchdog(true);
+    let watched = watched(Duration::from_millis(300));
     let guard = client.lock("turns").options(watched).acquire().unwrap();
     assert!(client.force_release("turns").unwrap());
     assert!(guard.wait_lost(Duration::from_secs(1)).is_some());

@@ -7,7 +7,7 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rlock_client::{Client, Error, LockOptions};
+use rlock_client::{Error, LockOptions};
 use support::{eventually, Server};
 
 const ACK_WITHIN: Duration = Duration::from_millis(100);
@@ -78,7 +78,7 @@ fn confirmed() -> LockOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_is_returned_once_the_replica_has_it() {
     let (master, replica) = master_and_replica();
-    let client = Client::open(master.url()).await.unwrap();
+    let client = master.client().await;
     let guard = client
         .lock("job")
         .options(confirmed())
@@ -116,7 +116,7 @@ async fn a_grant_is_returned_once_the_replica_has_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_no_replica_acknowledges_is_released_and_reported() {
     let (master, replica) = master_and_replica();
-    let client = Client::open(master.url()).await.unwrap();
+    let client = master.client().await;
     let stopped = Stopped::stop(replica.pid());
     let err = client
         .lock("job")
@@ -149,12 +149,12 @@ async fn a_grant_no_replica_acknowledges_is_released_and_reported() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handoff_no_replica_acknowledges_is_released_and_reported() {
     let (master, replica) = master_and_replica();
-    let holder = Client::open(master.url()).await.unwrap();
+    let holder = master.client().await;
     let held = holder.lock("job").acquire().await.unwrap();
     let _stopped = Stopped::stop(replica.pid());
     // A client of its own: its connection has written nothing before the handoff, so a
     // `WAIT` that did not cover the handoff would count the stopped replica.
-    let client = Client::open(master.url()).await.unwrap();
+    let client = master.client().await;
     let lock = client.lock("job").options(confirmed());
     let waiter = tokio::spawn(async move { lock.acquire().await });
     let queued = eventually(Duration::from_secs(2), || {

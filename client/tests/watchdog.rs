@@ -4,8 +4,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rlock_client::{Client, Error, LockOptions, LossReason, WatchdogStats};
-use support::{eventually, Server};
+use rlock_client::{Client, Error, Guard, LockOptions, LossReason, WatchdogStats};
+use support::{eventually, watched, Server};
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
 
@@ -13,20 +13,18 @@ const LEASE: Duration = Duration::from_millis(300);
 const INTERVAL: Duration = Duration::from_millis(100);
 const MARGIN: Duration = Duration::from_millis(400);
 
-fn watched(lease: Duration) -> LockOptions {
-    LockOptions::new().lease(lease).watchdog(true)
+/// A server, a client of it, and a guard on `key` whose `LEASE` the watchdog renews.
+async fn watched_guard(key: &str) -> (Server, Client, Guard) {
+    let server = Server::start();
+    let client = server.client().await;
+    let lock = client.lock(key).options(watched(LEASE));
+    let guard = lock.acquire().await.unwrap();
+    (server, client, guard)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_keeps_a_short_lease_for_seconds_and_stops_at_release() {
-    let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
-    let guard = client
-        .lock("kept")
-        .options(watched(LEASE))
-        .acquire()
-        .await
-        .unwrap();
+    let (server, _client, guard) = watched_guard("kept").await;
     assert!(guard.has_watchdog());
     let renews_before = server.calls("lock.renew");
     let started = Instant::now();
@@ -62,14 +60,7 @@ async fn watchdog_keeps_a_short_lease_for_seconds_and_stops_at_release() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_release_makes_lost_resolve_within_a_renewal_interval() {
-    let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
-    let guard = client
-        .lock("forced")
-        .options(watched(LEASE))
-        .acquire()
-        .await
-        .unwrap();
+    let (_server, client, guard) = watched_guard("forced").await;
     sleep(Duration::from_millis(250)).await;
     assert!(!guard.is_lost());
     assert!(client.force_release("forced").await.unwrap());
@@ -89,14 +80,7 @@ async fn force_release_makes_lost_resolve_within_a_renewal_interval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_server_makes_lost_resolve_once_the_lease_runs_out() {
-    let mut server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
-    let guard = client
-        .lock("gone")
-        .options(watched(LEASE))
-        .acquire()
-        .await
-        .unwrap();
+    let (mut server, _client, guard) = watched_guard("gone").await;
     sleep(Duration::from_millis(200)).await;
     server.kill();
     let killed = Instant::now();
@@ -121,7 +105,7 @@ async fn a_stopped_server_makes_lost_resolve_once_the_lease_runs_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_explicit_lease_is_not_renewed_and_expires_on_time() {
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let fixed = LockOptions::new().lease(LEASE);
     let renews_before = server.calls("lock.renew");
     let granted = Instant::now();
@@ -167,7 +151,7 @@ async fn after_next_round(client: &Client, server: &Server) -> (WatchdogStats, u
 async fn ten_thousand_locks_renew_in_one_pipelined_round_trip_per_round() {
     const LOCKS: usize = 10_000;
     let server = Server::start();
-    let client = Client::open(server.url()).await.unwrap();
+    let client = server.client().await;
     let lease = Duration::from_secs(3);
     let mut tasks = JoinSet::new();
     for part in 0..20 {

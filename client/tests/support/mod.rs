@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use rlock_client::{Client, LockOptions};
+
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
 const READY_WITHIN: Duration = Duration::from_secs(5);
 
@@ -148,6 +150,11 @@ impl Server {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// A [`Client`] of this server.
+    pub async fn client(&self) -> Client {
+        Client::open(self.url()).await.expect("open a client")
+    }
+
     /// A `redis::Client` for this server.
     pub fn redis(&self) -> redis::Client {
         redis::Client::open(self.url()).expect("valid url")
@@ -215,6 +222,11 @@ impl Drop for Server {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Options for a `lease` renewed by the watchdog.
+pub fn watched(lease: Duration) -> LockOptions {
+    LockOptions::new().lease(lease).watchdog(true)
 }
 
 /// Shows the client's `tracing` events with `RUST_LOG=rlock_client=debug` (and `--nocapture`).
