@@ -21,16 +21,29 @@ pub fn owner(raw: &[u8]) -> Result<&[u8], LockError> {
 /// Parses a decimal integer the way Redis does: an optional `-`, digits without leading
 /// zeros, nothing else, within `i64`.
 pub fn strict_i64(raw: &[u8]) -> Option<i64> {
-    let digits = raw.strip_prefix(b"-").unwrap_or(raw);
-    let canonical = match digits {
-        [] => false,
-        [b'0'] => raw.len() == 1,
-        [first, ..] => *first != b'0' && digits.iter().all(u8::is_ascii_digit),
+    let (negative, digits) = match raw {
+        [b'-', digits @ ..] => (true, digits),
+        digits => (false, digits),
     };
-    if !canonical {
-        return None;
+    match digits {
+        [] | [b'0', _, ..] => return None,
+        [b'0'] => return if negative { None } else { Some(0) },
+        _ => {}
     }
-    std::str::from_utf8(raw).ok()?.parse().ok()
+    // Summed as a negative number, which reaches i64::MIN.
+    let mut value: i64 = 0;
+    for &byte in digits {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_sub(i64::from(digit))?;
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
 }
 
 /// The options `LEASE ms` and `WAIT ms`, as given.
@@ -126,6 +139,7 @@ mod tests {
         assert_eq!(strict_i64(b"0"), Some(0));
         assert_eq!(strict_i64(b"-12"), Some(-12));
         assert_eq!(strict_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(strict_i64(b"-9223372036854775808"), Some(i64::MIN));
         for bad in [
             &b""[..],
             b"-",
@@ -137,6 +151,8 @@ mod tests {
             b"1.0",
             b"1e3",
             b"9223372036854775808",
+            b"-9223372036854775809",
+            b"-01",
             b"\xff",
         ] {
             assert_eq!(strict_i64(bad), None, "{bad:?}");

@@ -169,7 +169,7 @@ extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
                 let owner = OwnedString::new(ctx, &grant.owner)?;
                 key.write_count(&Name::of(&owner), count)
             }
-            ReleaseStep::Freed => commands::free(ctx, &key),
+            ReleaseStep::Freed => commands::free(ctx, &key, commands::Replicate::Del),
             ReleaseStep::NotHeld => Ok(()),
         }
     });

@@ -4,6 +4,13 @@
 /// hashes to the same cluster slot as the lock.
 pub fn release_channel(prefix: &[u8], key: &[u8]) -> Vec<u8> {
     let mut channel = Vec::with_capacity(prefix.len() + key.len() + 3);
+    write_release_channel(&mut channel, prefix, key);
+    channel
+}
+
+/// [`release_channel`], written into `channel` (cleared first) to reuse its memory.
+pub fn write_release_channel(channel: &mut Vec<u8>, prefix: &[u8], key: &[u8]) {
+    channel.clear();
     channel.extend_from_slice(prefix);
     channel.push(b':');
     if key.contains(&b'{') {
@@ -13,7 +20,6 @@ pub fn release_channel(prefix: &[u8], key: &[u8]) -> Vec<u8> {
         channel.extend_from_slice(key);
         channel.push(b'}');
     }
-    channel
 }
 
 /// Redisson's unlock message.

@@ -2,26 +2,44 @@
 //! waiters, `FLUSHDB`/`FLUSHALL`, replication role changes, and the end of loading.
 //! (Replicas and AOF replays learn tokens from `LOCK.APPLY`; RDB files carry the counter.)
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use redis_module::{raw, Context, NotifyEvent};
+use redis_module::raw;
 
 use crate::error::LockError;
 use crate::store::api;
-use crate::{config, expiry, guard, persist, token, TOKENS};
+use crate::{config, expiry, guard, persist, token, waiters, TOKENS};
 
 /// Keyspace events (generic, expired, evicted): any event on a lock with waiters makes the
-/// module check it at once.
-pub fn on_key_event(ctx: &Context, _class: NotifyEvent, event: &str, key: &[u8]) {
+/// module check it at once. Redis calls this for every such event on any key, the module's
+/// own writes included, so it returns at once unless some client waits.
+unsafe extern "C" fn on_key_event(
+    ctx: *mut raw::RedisModuleCtx,
+    _class: c_int,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    if waiters::self_notifying() || !waiters::any() {
+        return 0;
+    }
     guard::callback("keyspace event", || {
-        expiry::on_key_event(ctx.ctx, key, event == "expired");
+        // Redis passes the event's name as a C string.
+        let expired = !event.is_null() && unsafe { CStr::from_ptr(event) } == c"expired";
+        let key = redis_module::RedisString::string_as_slice(key);
+        expiry::on_key_event(ctx, key, expired);
         Ok(())
     });
+    0
 }
 
-/// Subscribes to the server events the module needs.
-pub fn subscribe(ctx: &Context) -> Result<(), LockError> {
+/// Subscribes to the keyspace and server events the module needs.
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
+    let keyspace = api!(RedisModule_SubscribeToKeyspaceEvents);
+    let classes = raw::REDISMODULE_NOTIFY_GENERIC
+        | raw::REDISMODULE_NOTIFY_EXPIRED
+        | raw::REDISMODULE_NOTIFY_EVICTED;
+    unsafe { keyspace(ctx, classes as c_int, Some(on_key_event)) };
     let subscribe = api!(RedisModule_SubscribeToServerEvent);
     let events = [
         (raw::REDISMODULE_EVENT_FLUSHDB, on_flush as ServerEventFn),
@@ -33,7 +51,7 @@ pub fn subscribe(ctx: &Context) -> Result<(), LockError> {
     ];
     for (id, callback) in events {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
-        unsafe { subscribe(ctx.ctx, event, Some(callback)) };
+        unsafe { subscribe(ctx, event, Some(callback)) };
     }
     Ok(())
 }

@@ -28,9 +28,6 @@ pub fn deadline_changed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: 
 
 /// A keyspace event on `key`: if the lock has waiters, check it right away.
 pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
-    if waiters::self_notifying() || !waiters::any() {
-        return;
-    }
     let db = selected_db(ctx);
     if queue_len(db, key) > 0 {
         schedule(ctx, Check::now(db, key.to_vec(), expired), 0);

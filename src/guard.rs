@@ -7,21 +7,17 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
 
-use redis_module::{logging, RedisError, RedisResult, RedisValue};
+use redis_module::logging;
 
+use crate::commands::Reply;
 use crate::error::LockError;
 
-/// Runs a command body; a `LockError` becomes its error reply, a panic an `ERR internal`.
+/// Runs a command body; a panic becomes an `ERR internal` error.
 pub fn command(
     name: &'static str,
-    body: impl FnOnce() -> Result<RedisValue, LockError>,
-) -> RedisResult {
-    let outcome =
-        catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| Err(LockError::Internal(name)));
-    outcome.map_err(|e| match e {
-        LockError::WrongArity => RedisError::WrongArity,
-        other => RedisError::String(other.to_string()),
-    })
+    body: impl FnOnce() -> Result<Reply, LockError>,
+) -> Result<Reply, LockError> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(Err(LockError::Internal(name)))
 }
 
 /// Runs a callback that has nobody to reply to: errors and panics are logged.

@@ -6,7 +6,8 @@
 //! the server with direct handoff, exact lease expiry, and fencing tokens.
 //!
 //! Layout:
-//! - `commands/` — one file per command: synopsis, args, handler.
+//! - `commands/` — one file per command: synopsis, args, `run`; `mod.rs` registers them
+//!   with Redis and dispatches each call (no argument copies).
 //! - `lock.rs` — the lock state machine, no Redis types; `args.rs` — argument parsing.
 //! - `store.rs` — the hash, its TTL, and replication of every write as its effect.
 //! - `waiters.rs` — FIFO queues of blocked clients and handoff; `blocked.rs` — a blocked
@@ -50,10 +51,9 @@ mod module {
     use redis_module::configuration::ConfigurationFlags;
     use redis_module::{redis_module, Context, RedisString, Status};
 
-    use crate::commands::{acquire, apply, forcerelease, info, release, renew};
     use crate::config::{self, PublishMode};
     use crate::persist::TOKEN_AUX;
-    use crate::{docs, events, guard};
+    use crate::{commands, docs, events, guard};
 
     fn init(ctx: &Context, args: &[RedisString]) -> Status {
         if !args.is_empty() {
@@ -66,7 +66,9 @@ mod module {
         guard::install_panic_hook();
         crate::info::register(ctx.ctx);
         crate::store::signal_writes_explicitly(ctx.ctx);
-        let setup = events::subscribe(ctx).and_then(|()| docs::register(ctx));
+        let setup = commands::register(ctx.ctx)
+            .and_then(|()| events::subscribe(ctx.ctx))
+            .and_then(|()| docs::register(ctx));
         match setup {
             Ok(()) => Status::Ok,
             Err(e) => {
@@ -82,17 +84,9 @@ mod module {
         allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
         data_types: [TOKEN_AUX],
         init: init,
-        commands: [
-            ["lock.acquire", acquire::handler, "write deny-oom blocking", 1, 1, 1, ""],
-            ["lock.release", release::handler, "write fast", 1, 1, 1, ""],
-            ["lock.renew", renew::handler, "write fast", 1, 1, 1, ""],
-            ["lock.info", info::handler, "readonly fast", 1, 1, 1, ""],
-            ["lock.forcerelease", forcerelease::handler, "write fast", 1, 1, 1, ""],
-            ["lock.apply", apply::handler, "write fast", 1, 1, 1, ""],
-        ],
-        event_handlers: [
-            [@GENERIC @EXPIRED @EVICTED: events::on_key_event],
-        ],
+        // Registered by `init` (commands::register, events::subscribe), which calls Redis
+        // directly: no argument copies per call.
+        commands: [],
         configurations: [
             i64: [
                 ["default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS, ConfigurationFlags::DEFAULT, None],

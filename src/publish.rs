@@ -1,25 +1,41 @@
 //! The release message (SPEC.md §4): `0` on the lock's channel when it becomes free.
 
+use std::cell::RefCell;
+use std::ffi::c_char;
+use std::ptr;
+use std::sync::atomic::AtomicPtr;
+
 use redis_module::raw;
 
-use crate::channel::{release_channel, RELEASE_MESSAGE};
+use crate::channel::{write_release_channel, RELEASE_MESSAGE};
 use crate::config::{self, PublishMode, CHANNEL_PREFIX};
 use crate::error::LockError;
-use crate::store::{api, OwnedString};
+use crate::store::{api, kept, OwnedString};
+
+thread_local! {
+    /// The channel name being built: its memory is reused from one release to the next.
+    static CHANNEL: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Publishes Redisson's unlock message for `key`, as `rlock.publish` says.
 pub fn release_message(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<(), LockError> {
+    static MESSAGE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
     let mode = config::publish_mode();
     if mode == PublishMode::none {
         return Ok(());
     }
-    let channel = CHANNEL_PREFIX.with(|prefix| release_channel(prefix, key));
-    let channel = OwnedString::new(ctx, &channel)?;
-    let message = OwnedString::new(ctx, RELEASE_MESSAGE)?;
+    let create = api!(RedisModule_CreateString);
+    let channel = CHANNEL.with(|channel| {
+        let mut channel = channel.borrow_mut();
+        CHANNEL_PREFIX.with(|prefix| write_release_channel(&mut channel, prefix, key));
+        let made = unsafe { create(ctx, channel.as_ptr().cast::<c_char>(), channel.len()) };
+        OwnedString::adopt(ctx, made)
+    });
+    let message = kept(&MESSAGE, RELEASE_MESSAGE)?;
     let publish = match mode {
         PublishMode::spublish => api!(RedisModule_PublishMessageShard),
         _ => api!(RedisModule_PublishMessage),
     };
-    unsafe { publish(ctx, channel.0, message.0) };
+    unsafe { publish(ctx, channel.0, message) };
     Ok(())
 }

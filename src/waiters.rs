@@ -6,9 +6,10 @@
 //!
 //! A queue exists only while a lock has waiters; `expiry.rs` watches those locks.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use redis_module::raw;
 
@@ -57,8 +58,13 @@ struct Registry {
 
 thread_local! {
     static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
-    static SELF_NOTIFYING: Cell<bool> = const { Cell::new(false) };
 }
+
+/// Flags read on every keyspace event of the server, kept outside the registry so that
+/// reading them costs one load.
+static SELF_NOTIFYING: AtomicBool = AtomicBool::new(false);
+/// How many clients are queued (the registry's index length).
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
 
 fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     REGISTRY.with(|r| f(&mut r.borrow_mut()))
@@ -67,9 +73,9 @@ fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
 /// Runs `f` (which emits keyspace events for the module's own writes) so that those
 /// events do not schedule checks.
 pub fn while_self_notifying(f: impl FnOnce()) {
-    let before = SELF_NOTIFYING.with(|s| s.replace(true));
+    let before = SELF_NOTIFYING.swap(true, Ordering::Relaxed);
     f();
-    SELF_NOTIFYING.with(|s| s.set(before));
+    SELF_NOTIFYING.store(before, Ordering::Relaxed);
 }
 
 /// (queued clients, locks with a queue).
@@ -107,6 +113,7 @@ impl Registry {
                 self.dbs.remove(&db);
             }
         }
+        QUEUED.store(self.index.len(), Ordering::Relaxed);
         // Give the memory of a burst of waiters back to Redis once they are all gone.
         if self.index.is_empty() {
             self.index = HashMap::new();
@@ -124,6 +131,7 @@ impl Registry {
 pub fn enqueue(db: c_int, key: &[u8], waiter: Waiter) {
     with(|r| {
         r.index.insert(waiter.bc as usize, (db, key.to_vec()));
+        QUEUED.store(r.index.len(), Ordering::Relaxed);
         let queue = r
             .dbs
             .entry(db)
@@ -166,6 +174,9 @@ pub fn take_grant(bc: Bc) -> Option<Grant> {
 /// holds the holding being given up (replaced); otherwise it is free. Returns the new token.
 pub fn hand_off(db: c_int, key: &LockKey, occupied: bool) -> Result<Option<i64>, LockError> {
     let unblock = api!(RedisModule_UnblockClient);
+    if !any() {
+        return Ok(None);
+    }
     let Some(waiter) = with(|r| r.pop(db, key.name())) else {
         return Ok(None);
     };
@@ -194,12 +205,12 @@ pub fn hand_off(db: c_int, key: &LockKey, occupied: bool) -> Result<Option<i64>,
 
 /// Whether any client waits anywhere (the fast path of every event).
 pub fn any() -> bool {
-    with(|r| !r.index.is_empty())
+    QUEUED.load(Ordering::Relaxed) > 0
 }
 
 /// Whether the module is emitting events for its own writes.
 pub fn self_notifying() -> bool {
-    SELF_NOTIFYING.with(Cell::get)
+    SELF_NOTIFYING.load(Ordering::Relaxed)
 }
 
 /// Records that a check of `key` will fire at `fire_at` (Unix ms); false when an earlier

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::{free_port, info_field, int, module_path, wait_until, Server};
+use support::{free_port, hash_of, hgetall, info_field, int, module_path, wait_until, Server};
 
 /// 2^50 µs, about 35 years: no clock catches up with a counter moved this far.
 const HUGE_GAP: i64 = 1 << 50;
@@ -249,6 +249,60 @@ fn aof_rewritten_without_preamble_and_no_lock_left_still_moves_forward() {
         .unwrap_or(0);
     in_background(&mut con, "BGREWRITEAOF");
     assert_restart_moves_past(&mut server, before);
+}
+
+/// Every byte of the server's AOF files.
+fn aof_bytes(server: &Durable) -> Vec<u8> {
+    let dir = server.dir.join("appendonlydir");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .expect("appendonlydir")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| fs::read(f).unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn an_aof_replays_last_releases_of_leases_long_over() {
+    let mut server = aof_server("no");
+    let mut con = server.conn();
+    for key in ["once", "twice"] {
+        int(&mut con, &["LOCK.ACQUIRE", key, "o", "LEASE", "50"]);
+    }
+    int(&mut con, &["LOCK.ACQUIRE", "twice", "o", "LEASE", "50"]);
+    int(&mut con, &["LOCK.ACQUIRE", "long", "o", "LEASE", "600000"]);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "long", "o"]), 0);
+    let kept = int(&mut con, &["LOCK.ACQUIRE", "kept", "o", "LEASE", "600000"]);
+    int(&mut con, &["LOCK.ACQUIRE", "kept", "o", "LEASE", "600000"]);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "once", "o"]), 0);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "twice", "o"]), 1);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "twice", "o"]), 0);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "kept", "o"]), 1);
+    int(&mut con, &["LOCK.ACQUIRE", "expired", "o", "LEASE", "50"]);
+    let gone = wait_until(LIMIT, || int(&mut con, &["EXISTS", "expired"]) == 0);
+    assert!(gone, "the 50 ms lease did not end");
+    let aof = aof_bytes(&server);
+    assert!(
+        aof.windows(12).any(|w| w == b"LOCK.RELEASE"),
+        "a last release is logged as the command"
+    );
+    // Every 50 ms lease above is over: the replay must still find each lock it releases
+    // (and `long` shows that a replayed release deletes).
+    server.restart();
+    let mut con = server.conn();
+    assert!(
+        !server.log().contains("Bad file format"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(int(&mut con, &["EXISTS", "long"]), 0);
+    assert_eq!(int(&mut con, &["DBSIZE"]), 1, "only `kept` remains");
+    let token = kept.to_string();
+    let expected = hash_of(&[(b"o", b"1"), (b"@token", token.as_bytes())]);
+    assert_eq!(hgetall(&mut con, b"kept"), expected);
 }
 
 fn promote(replica: &Server) -> redis::Connection {

@@ -1,12 +1,14 @@
 /* LOCK.ACQUIRE key owner [LEASE ms] [WAIT ms] */
 
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::raw;
 
 use crate::args::{self, Options};
 use crate::error::{LockError, Opt};
 use crate::lock::{self, AcquireStep};
-use crate::store::{Apply, LockKey, Name};
-use crate::{blocked, config, guard, info, token, waiters, TOKENS};
+use crate::store::{Apply, LockKey};
+use crate::{blocked, config, info, token, waiters, TOKENS};
+
+use super::{Args, Reply};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct AcquireArgs<'a> {
@@ -25,16 +27,12 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<AcquireArgs<'a>, Lock
     })
 }
 
-pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    guard::command("LOCK.ACQUIRE", || run(ctx.ctx, &args))
-}
-
-fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let now = waiters::now_ms();
-    let parsed = parse(&super::argv(args), now)?;
+    let parsed = parse(args.bytes(), now)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
-    let owner = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
+    let key = LockKey::open(ctx, args.key()?, true)?;
+    let owner = args.name(2)?;
     let db = waiters::selected_db(ctx);
     let mut current = key.read_as(&owner)?;
     // A lock freed behind the module's back goes to its queue before any newcomer.
@@ -52,7 +50,7 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
             };
             key.apply(&holding, false, false)?;
             info::ACQUIRED.bump();
-            Ok(RedisValue::Integer(token))
+            Ok(Reply::Integer(token))
         }
         AcquireStep::Reenter { count, token } => {
             let holding = Apply {
@@ -63,14 +61,14 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
             };
             key.apply(&holding, false, true)?;
             info::REENTERED.bump();
-            Ok(RedisValue::Integer(token))
+            Ok(Reply::Integer(token))
         }
         AcquireStep::Contended => match parsed.options.wait {
             Some(wait) if can_block(ctx) => {
                 blocked::block(ctx, db, &key, parsed.owner, lease, wait)?;
-                Ok(RedisValue::NoReply)
+                Ok(Reply::Sent)
             }
-            _ => Ok(RedisValue::Null),
+            _ => Ok(Reply::Nil),
         },
         AcquireStep::CountOverflow => Err(LockError::CountOverflow),
     }

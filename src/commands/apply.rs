@@ -4,12 +4,14 @@
 //! lease ending at `unix-ms`, instead of `DEL` + `HSET` + `PEXPIREAT` in `MULTI`/`EXEC`.
 //! Replicas and AOF replays run it; a client gets an error.
 
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::raw;
 
 use crate::args::{self, strict_i64};
 use crate::error::LockError;
-use crate::store::{Apply, LockKey, Name};
-use crate::{guard, TOKENS};
+use crate::store::{Apply, LockKey};
+use crate::TOKENS;
+
+use super::{Args, Reply};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApplyArgs {
@@ -36,19 +38,13 @@ pub fn parse(argv: &[&[u8]]) -> Result<ApplyArgs, LockError> {
     }
 }
 
-pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    guard::command("LOCK.APPLY", || run(ctx.ctx, &args))
-}
-
-fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
-    let parsed = parse(&super::argv(args))?;
-    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) } as u32;
-    let replaying = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
-    if flags & replaying == 0 {
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
+    let parsed = parse(args.bytes())?;
+    if !super::from_replication(ctx) {
         return Err(LockError::ApplyFromClient);
     }
-    let owner = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
-    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
+    let owner = args.name(2)?;
+    let key = LockKey::open(ctx, args.key()?, true)?;
     let holding = Apply {
         owner,
         holds: parsed.holds,
@@ -57,7 +53,7 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
     };
     key.apply(&holding, key.holds_other_than(owner.bytes), false)?;
     TOKENS.observe(parsed.token);
-    Ok(RedisValue::SimpleStringStatic("OK"))
+    Ok(Reply::Ok)
 }
 
 #[cfg(test)]

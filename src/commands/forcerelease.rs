@@ -1,10 +1,11 @@
 /* LOCK.FORCERELEASE key */
 
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::raw;
 
 use crate::error::LockError;
-use crate::guard;
 use crate::store::LockKey;
+
+use super::{Args, Replicate, Reply};
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -14,16 +15,12 @@ pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
     }
 }
 
-pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    guard::command("LOCK.FORCERELEASE", || run(ctx.ctx, &args))
-}
-
-fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
-    parse(&super::argv(args))?;
-    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
+    parse(args.bytes())?;
+    let key = LockKey::open(ctx, args.key()?, true)?;
     if key.read()?.is_none() {
-        return Ok(RedisValue::Integer(0));
+        return Ok(Reply::Integer(0));
     }
-    super::free(ctx, &key)?;
-    Ok(RedisValue::Integer(1))
+    super::free(ctx, &key, Replicate::Del)?;
+    Ok(Reply::Integer(1))
 }

@@ -2,11 +2,13 @@
 
 use std::ffi::c_char;
 
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::raw;
 
 use crate::error::LockError;
 use crate::store::{api, LockKey};
-use crate::{guard, waiters};
+use crate::waiters;
+
+use super::{Args, Reply};
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -16,15 +18,11 @@ pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
     }
 }
 
-pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    guard::command("LOCK.INFO", || run(ctx.ctx, &args))
-}
-
-fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
-    parse(&super::argv(args))?;
-    let key = LockKey::open(ctx, super::key_arg(args)?, false)?;
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
+    parse(args.bytes())?;
+    let key = LockKey::open(ctx, args.key()?, false)?;
     let Some(holding) = key.read()? else {
-        return Ok(RedisValue::Null);
+        return Ok(Reply::Nil);
     };
     let ttl = key.ttl_ms()?;
     let waiting = waiters::queue_len(waiters::selected_db(ctx), key.name());
@@ -47,5 +45,5 @@ fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue
         bulk(name);
         unsafe { reply_int(ctx, value) };
     }
-    Ok(RedisValue::NoReply)
+    Ok(Reply::Sent)
 }

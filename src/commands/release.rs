@@ -1,12 +1,14 @@
 /* LOCK.RELEASE key owner */
 
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::raw;
 
 use crate::args;
 use crate::error::LockError;
+use crate::info;
 use crate::lock::{self, ReleaseStep};
-use crate::store::{LockKey, Name};
-use crate::{guard, info};
+use crate::store::LockKey;
+
+use super::{Args, Replicate, Reply};
 
 /// Parses `argv` (command name first) into the owner.
 pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<&'a [u8], LockError> {
@@ -16,24 +18,22 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<&'a [u8], LockError> {
     args::owner(owner)
 }
 
-pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    guard::command("LOCK.RELEASE", || run(ctx.ctx, &args))
-}
-
-fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
-    let owner = parse(&super::argv(args))?;
-    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
-    let name = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
+    let owner = parse(args.bytes())?;
+    let key = LockKey::open(ctx, args.key()?, true)?;
+    let name = args.name(2)?;
     match lock::release(key.read_as(&name)?.as_ref(), owner) {
         ReleaseStep::Remaining(count) => {
             key.write_count(&name, count)?;
             info::RELEASED.bump();
-            Ok(RedisValue::Integer(count))
+            Ok(Reply::Integer(count))
         }
         ReleaseStep::Freed => {
-            super::free(ctx, &key)?;
+            // Replayed on a replica or from the AOF, the lock is there with this one hold
+            // (it cannot expire there), so the command deletes it as it did here.
+            super::free(ctx, &key, Replicate::Command)?;
             info::RELEASED.bump();
-            Ok(RedisValue::Integer(0))
+            Ok(Reply::Integer(0))
         }
         ReleaseStep::NotHeld => {
             info::NOT_HELD_ERRORS.bump();

@@ -1,11 +1,13 @@
 /* LOCK.RENEW key owner [LEASE ms] */
 
-use redis_module::{raw, Context, RedisResult, RedisString, RedisValue};
+use redis_module::raw;
 
 use crate::args;
 use crate::error::{LockError, Opt};
-use crate::store::{LockKey, Name};
-use crate::{config, guard, info, waiters};
+use crate::store::LockKey;
+use crate::{config, info, waiters};
+
+use super::{Args, Reply};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RenewArgs<'a> {
@@ -24,23 +26,19 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<RenewArgs<'a>, LockEr
     })
 }
 
-pub fn handler(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    guard::command("LOCK.RENEW", || run(ctx.ctx, &args))
-}
-
-fn run(ctx: *mut raw::RedisModuleCtx, args: &[RedisString]) -> Result<RedisValue, LockError> {
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let now = waiters::now_ms();
-    let parsed = parse(&super::argv(args), now)?;
-    let key = LockKey::open(ctx, super::key_arg(args)?, true)?;
-    let owner = Name::arg(args.get(2).ok_or(LockError::WrongArity)?);
+    let parsed = parse(args.bytes(), now)?;
+    let key = LockKey::open(ctx, args.key()?, true)?;
+    let owner = args.name(2)?;
     match key.read_as(&owner)? {
         Some(holding) if holding.is_held_by(parsed.owner) => {
             let lease = parsed.lease.unwrap_or_else(config::default_lease);
             key.set_deadline(now.saturating_add(lease))?;
             info::RENEWED.bump();
-            Ok(RedisValue::Integer(1))
+            Ok(Reply::Integer(1))
         }
-        _ => Ok(RedisValue::Integer(0)),
+        _ => Ok(Reply::Integer(0)),
     }
 }
 

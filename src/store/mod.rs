@@ -12,7 +12,7 @@ use crate::lock::{Holding, TOKEN_FIELD};
 
 mod write;
 
-pub use write::Apply;
+pub use write::{Apply, Replicate};
 
 /// Fetches a function pointer of the module API, or fails with an error naming it when
 /// this server does not export it.
@@ -193,14 +193,6 @@ pub struct Name<'a> {
 }
 
 impl<'a> Name<'a> {
-    /// A command argument.
-    pub fn arg(arg: &'a redis_module::RedisString) -> Name<'a> {
-        Name {
-            bytes: arg.as_slice(),
-            raw: arg.inner,
-        }
-    }
-
     /// A string the caller keeps alive while the name is used.
     pub fn of(string: &'a OwnedString) -> Name<'a> {
         Name {
@@ -210,10 +202,19 @@ impl<'a> Name<'a> {
     }
 }
 
-/// The `@token` field name, made once and kept for the module's lifetime.
+/// The `@token` field name.
 pub fn token_field() -> Result<*mut raw::RedisModuleString, LockError> {
     static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
-    let cached = FIELD.load(Ordering::Relaxed);
+    kept(&FIELD, TOKEN_FIELD)
+}
+
+/// The string `bytes`, made on first use into `cell` and kept for the module's lifetime
+/// (commands read it, and Redis only ever adds references to it).
+pub fn kept(
+    cell: &AtomicPtr<raw::RedisModuleString>,
+    bytes: &[u8],
+) -> Result<*mut raw::RedisModuleString, LockError> {
+    let cached = cell.load(Ordering::Relaxed);
     if !cached.is_null() {
         return Ok(cached);
     }
@@ -222,11 +223,11 @@ pub fn token_field() -> Result<*mut raw::RedisModuleString, LockError> {
     let made = unsafe {
         create(
             ptr::null_mut(),
-            TOKEN_FIELD.as_ptr().cast::<c_char>(),
-            TOKEN_FIELD.len(),
+            bytes.as_ptr().cast::<c_char>(),
+            bytes.len(),
         )
     };
-    FIELD.store(made, Ordering::Relaxed);
+    cell.store(made, Ordering::Relaxed);
     Ok(made)
 }
 
@@ -241,8 +242,8 @@ impl OwnedString {
 
     /// A decimal integer as a module string.
     pub fn number(ctx: *mut raw::RedisModuleCtx, n: i64) -> Result<OwnedString, LockError> {
-        let create = api!(RedisModule_CreateStringFromLongLong);
-        Ok(OwnedString(unsafe { create(ctx, n) }, ctx))
+        let mut digits = [0; 20];
+        OwnedString::new(ctx, decimal(n, &mut digits))
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -264,6 +265,25 @@ impl Drop for OwnedString {
     }
 }
 
+/// `n` in decimal, written at the end of `buf` (20 bytes hold `i64::MIN`).
+fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut rest = n.unsigned_abs();
+    let mut start = buf.len();
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        start -= 1;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        start -= 1;
+        buf[start] = b'-';
+    }
+    &buf[start..]
+}
+
 unsafe extern "C" fn collect_field(
     _key: *mut raw::RedisModuleKey,
     field: *mut raw::RedisModuleString,
@@ -275,4 +295,17 @@ unsafe extern "C" fn collect_field(
     let field = redis_module::RedisString::string_as_slice(field).to_vec();
     let value = redis_module::RedisString::string_as_slice(value).to_vec();
     fields.push((field, value));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn decimal_writes_every_i64() {
+        for n in [0, 1, 9, 10, -1, 1_732_000_000_123_456, i64::MAX, i64::MIN] {
+            let mut buf = [0; 20];
+            assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+        }
+    }
 }

@@ -3,17 +3,56 @@
 //! Writes go through the module key API, which replicates nothing by itself, so each write
 //! here replicates itself as something that gives the same result whenever and wherever
 //! it runs: a new or reentered holding as one `LOCK.APPLY key owner holds token unix-ms`,
-//! the other writes as their effects (`HSET` of a count, `PEXPIREAT`, `DEL`). A replica or
-//! an AOF thus replays exactly what the master did, whatever time it is there. Each write
-//! also sends the keyspace events that `HSET`, `PEXPIREAT` and `DEL` would.
+//! the other writes as their effects (`HSET` of a count, `PEXPIREAT`, `DEL`), and a release
+//! that deletes the lock as the `LOCK.RELEASE` itself (see [`Replicate::Command`]). A
+//! replica or an AOF thus replays exactly what the master did, whatever time it is there.
+//! Each write also sends the keyspace events that `HSET`, `PEXPIREAT` and `DEL` would.
+//!
+//! Numbers are made into strings once and passed to Redis as strings (`s`), so that
+//! replicating them copies nothing.
 
-use std::ffi::{c_int, c_longlong, CStr};
+use std::ffi::{c_int, CStr};
 use std::ptr;
+use std::sync::atomic::AtomicPtr;
 
 use redis_module::raw;
 
-use super::{api, token_field, LockKey, Name, OwnedString};
+use super::{api, kept, token_field, LockKey, Name, OwnedString};
 use crate::error::LockError;
+
+/// How a deletion that frees a lock reaches replicas and the AOF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicate {
+    /// As `DEL key`.
+    Del,
+    /// As the command being run, verbatim: for a `LOCK.RELEASE` that removed the last
+    /// hold. Replayed, it finds the same lock with the same single hold, since a replica
+    /// or an AOF being loaded never expires a key, and so deletes it just the same.
+    Command,
+}
+
+/// A count or token as a module string; 1, the count of every fresh holding, is made once.
+enum Decimal {
+    Kept(*mut raw::RedisModuleString),
+    Made(OwnedString),
+}
+
+impl Decimal {
+    fn new(ctx: *mut raw::RedisModuleCtx, n: i64) -> Result<Decimal, LockError> {
+        static ONE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+        if n == 1 {
+            return kept(&ONE, b"1").map(Decimal::Kept);
+        }
+        OwnedString::number(ctx, n).map(Decimal::Made)
+    }
+
+    fn raw(&self) -> *mut raw::RedisModuleString {
+        match self {
+            Decimal::Kept(s) => *s,
+            Decimal::Made(s) => s.0,
+        }
+    }
+}
 
 /// A holding as `LOCK.APPLY` writes it.
 pub struct Apply<'a> {
@@ -39,37 +78,29 @@ impl LockKey {
         if replace {
             self.delete_locally()?;
         }
-        let holds = OwnedString::number(self.ctx, holding.holds)?;
+        let holds = Decimal::new(self.ctx, holding.holds)?;
+        let token = Decimal::new(self.ctx, holding.token)?;
+        let deadline = OwnedString::number(self.ctx, holding.deadline_ms)?;
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
         let end = ptr::null_mut::<raw::RedisModuleString>();
+        let owner = holding.owner.raw;
         if holding.token > 0 && !token_unchanged {
-            let token = OwnedString::number(self.ctx, holding.token)?;
             let field = token_field()?;
-            unsafe {
-                hash_set(
-                    self.key,
-                    flags,
-                    holding.owner.raw,
-                    holds.0,
-                    field,
-                    token.0,
-                    end,
-                )
-            };
+            unsafe { hash_set(self.key, flags, owner, holds.raw(), field, token.raw(), end) };
         } else {
-            unsafe { hash_set(self.key, flags, holding.owner.raw, holds.0, end) };
+            unsafe { hash_set(self.key, flags, owner, holds.raw(), end) };
         }
         self.expire_at(holding.deadline_ms)?;
         unsafe {
             replicate(
                 self.ctx,
                 c"LOCK.APPLY".as_ptr(),
-                c"sslll".as_ptr(),
+                c"sssss".as_ptr(),
                 self.name,
-                holding.owner.raw,
-                holding.holds as c_longlong,
-                holding.token as c_longlong,
-                holding.deadline_ms as c_longlong,
+                owner,
+                holds.raw(),
+                token.raw(),
+                deadline.0,
             );
         }
         self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")?;
@@ -89,18 +120,18 @@ impl LockKey {
     pub fn write_count(&self, owner: &Name<'_>, count: i64) -> Result<(), LockError> {
         let hash_set = api!(RedisModule_HashSet);
         let replicate = api!(RedisModule_Replicate);
-        let count_str = OwnedString::number(self.ctx, count)?;
+        let count = Decimal::new(self.ctx, count)?;
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
         let end = ptr::null_mut::<raw::RedisModuleString>();
         unsafe {
-            hash_set(self.key, flags, owner.raw, count_str.0, end);
+            hash_set(self.key, flags, owner.raw, count.raw(), end);
             replicate(
                 self.ctx,
                 c"HSET".as_ptr(),
-                c"ssl".as_ptr(),
+                c"sss".as_ptr(),
                 self.name,
                 owner.raw,
-                count as c_longlong,
+                count.raw(),
             );
         }
         self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")
@@ -109,14 +140,15 @@ impl LockKey {
     /// Sets the lease to end at `deadline_ms` (Unix time in ms), replicated as `PEXPIREAT`.
     pub fn set_deadline(&self, deadline_ms: i64) -> Result<(), LockError> {
         let replicate = api!(RedisModule_Replicate);
+        let deadline = OwnedString::number(self.ctx, deadline_ms)?;
         self.expire_at(deadline_ms)?;
         unsafe {
             replicate(
                 self.ctx,
                 c"PEXPIREAT".as_ptr(),
-                c"sl".as_ptr(),
+                c"ss".as_ptr(),
                 self.name,
-                deadline_ms as c_longlong,
+                deadline.0,
             );
         }
         self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")
@@ -129,11 +161,19 @@ impl LockKey {
         Ok(())
     }
 
-    /// Deletes the lock, replicated as `DEL`.
-    pub fn delete(&self) -> Result<(), LockError> {
-        let replicate = api!(RedisModule_Replicate);
+    /// Deletes the lock, replicated as `how` says.
+    pub fn delete(&self, how: Replicate) -> Result<(), LockError> {
         self.delete_locally()?;
-        unsafe { replicate(self.ctx, c"DEL".as_ptr(), c"s".as_ptr(), self.name) };
+        match how {
+            Replicate::Del => {
+                let replicate = api!(RedisModule_Replicate);
+                unsafe { replicate(self.ctx, c"DEL".as_ptr(), c"s".as_ptr(), self.name) };
+            }
+            Replicate::Command => {
+                let verbatim = api!(RedisModule_ReplicateVerbatim);
+                unsafe { verbatim(self.ctx) };
+            }
+        }
         Ok(())
     }
 
