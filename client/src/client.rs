@@ -1,11 +1,11 @@
-//! The client: one shared multiplexed connection, a pool of wait connections, one watchdog.
+//! The client: one shared multiplexed connection per server (per node in a cluster), a pool
+//! of wait connections, one watchdog.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, IntoConnectionInfo, Value};
 use tokio::runtime::Handle;
 
@@ -13,13 +13,15 @@ use crate::error::{Error, Result};
 use crate::info::LockInfo;
 use crate::lock::Lock;
 use crate::pool::WaitPool;
+use crate::router::Router;
 use crate::watchdog::{Watchdog, WatchdogStats};
 
-/// A connection to a Redis server with the rlock module, and the factory of its locks.
+/// A connection to a Redis server (or a Redis Cluster) with the rlock module, and the
+/// factory of its locks.
 ///
-/// Cheap to clone (all clones share one connection and one watchdog). Each client has a
-/// random id; owner ids are `<client id>:<n>`. The client's background work (the watchdog,
-/// background releases) runs on the tokio runtime it was opened on.
+/// Cheap to clone (all clones share one connection per server and one watchdog). Each client
+/// has a random id; owner ids are `<client id>:<n>`. The client's background work (the
+/// watchdog, background releases) runs on the tokio runtime it was opened on.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
@@ -28,7 +30,7 @@ pub struct Client {
 pub(crate) struct Inner {
     id: String,
     next_owner: AtomicU64,
-    pub(crate) conn: ConnectionManager,
+    pub(crate) router: Arc<Router>,
     pub(crate) waits: WaitPool,
     pub(crate) watchdog: Watchdog,
     pub(crate) runtime: Handle,
@@ -45,28 +47,29 @@ impl fmt::Debug for Client {
 impl Client {
     /// Connects to the server at `url` (e.g. `redis://127.0.0.1:6379/`).
     ///
+    /// If the server is a Redis Cluster node, any node's address will do: the client loads
+    /// the cluster's slot map from it, sends each command to the node that serves its key,
+    /// and follows `MOVED` and `ASK` redirections (see the crate docs, *Redis Cluster*).
+    ///
     /// Fails with [`Error::ModuleMissing`] if the server does not have the rlock module.
     /// Must be called within a tokio runtime, which then runs the client's background work.
     pub async fn open<T: IntoConnectionInfo>(url: T) -> Result<Client> {
         Client::from_redis(redis::Client::open(url)?).await
     }
 
-    /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials).
+    /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials;
+    /// in a cluster, every node is reached with the same TLS settings and credentials).
     pub async fn from_redis(redis: redis::Client) -> Result<Client> {
-        // Few, short reconnect retries: a dead server should fail `open` fast, and the
-        // watchdog retries every renewal period anyway.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_with_config(redis.clone(), config).await?;
-        check_module(&mut conn.clone()).await?;
+        let router = Arc::new(Router::new(redis));
+        check_module(&mut router.seed().shared().await?).await?;
+        router.discover().await?;
         let runtime = Handle::current();
         let inner = Inner {
             id: uuid::Uuid::new_v4().to_string(),
             next_owner: AtomicU64::new(1),
-            watchdog: Watchdog::start(conn.clone(), &runtime),
-            waits: WaitPool::new(redis),
-            conn,
+            watchdog: Watchdog::start(router.clone(), &runtime),
+            waits: WaitPool::default(),
+            router,
             runtime,
         };
         tracing::debug!(client = %inner.id, "rlock client connected");
@@ -108,10 +111,10 @@ impl Client {
         Ok(removed == 1)
     }
 
-    /// `command name` on the shared connection.
+    /// `command name` on the shared connection of the node that serves `name`.
     async fn query<T: FromRedisValue>(&self, command: &str, name: &str) -> Result<T> {
-        let mut conn = self.inner.conn.clone();
-        let reply = redis::cmd(command).arg(name).query_async(&mut conn).await;
+        let cmd = redis::cmd(command).arg(name).to_owned();
+        let reply = self.inner.router.query(name, &cmd).await;
         reply.map_err(|e| Error::from(e).module_missing_if_unknown())
     }
 

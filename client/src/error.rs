@@ -84,12 +84,42 @@ pub enum Error {
         /// The server's own error text.
         detail: String,
     },
+    /// A Redis Cluster redirected one command (`MOVED`/`ASK`) more than
+    /// [`Error::MAX_REDIRECTS`] times in a row: its slot keeps moving, or the nodes disagree
+    /// about who serves it. The command was not run.
+    #[error(
+        "gave up after {max} Redis Cluster redirections for slot {slot} (the last to {to})",
+        max = Error::MAX_REDIRECTS
+    )]
+    TooManyRedirects {
+        /// The key's slot.
+        slot: u16,
+        /// The node the last redirection pointed to, `host:port`.
+        to: String,
+    },
     /// Any other error from the `redis` crate or the server (I/O, `WRONGTYPE`, `ERR ...`).
     #[error(transparent)]
-    Redis(#[from] redis::RedisError),
+    Redis(redis::RedisError),
+}
+
+impl From<redis::RedisError> for Error {
+    /// A redirection that reaches the caller is one the client gave up following.
+    fn from(err: redis::RedisError) -> Error {
+        match err.redirect_node() {
+            Some((to, slot)) => Error::TooManyRedirects {
+                slot,
+                to: to.to_owned(),
+            },
+            None => Error::Redis(err),
+        }
+    }
 }
 
 impl Error {
+    /// How many redirections one command follows before it fails with
+    /// [`Error::TooManyRedirects`].
+    pub const MAX_REDIRECTS: usize = crate::router::MAX_REDIRECTS;
+
     /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.
     pub(crate) fn from_command(err: redis::RedisError, key: &str, owner: &str) -> Error {
         if err.code() == Some("NOTHELD") {
@@ -156,6 +186,31 @@ mod tests {
         let err = server_error("WRONGTYPE", "key is not a lock");
         let mapped = Error::from_command(err, "k", "o");
         assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("WRONGTYPE")));
+    }
+
+    /// An error reply as the server sends it, parsed as from the wire.
+    fn wire_error(line: &str) -> redis::RedisError {
+        let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+        value.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn a_redirection_that_reaches_the_caller_is_too_many_redirects() {
+        let err = wire_error("MOVED 3999 127.0.0.1:7001");
+        let mapped = Error::from_command(err, "k", "o");
+        assert!(
+            matches!(&mapped, Error::TooManyRedirects { slot: 3999, to } if to == "127.0.0.1:7001"),
+            "{mapped:?}"
+        );
+        assert_eq!(
+            mapped.to_string(),
+            "gave up after 5 Redis Cluster redirections for slot 3999 (the last to 127.0.0.1:7001)"
+        );
+        let ask = Error::from(wire_error("ASK 12 10.0.0.2:7002"));
+        assert!(
+            matches!(ask, Error::TooManyRedirects { slot: 12, .. }),
+            "{ask:?}"
+        );
     }
 
     #[test]

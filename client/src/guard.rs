@@ -170,11 +170,14 @@ fn release_job(
         }
         // A renewal round may be on its way with this lock in it: let it land first.
         client.inner.watchdog.quiesce().await;
-        let mut conn = client.inner.conn.clone();
-        let answer = redis::cmd("LOCK.RELEASE")
+        let release = redis::cmd("LOCK.RELEASE")
             .arg(&holding.key)
             .arg(&holding.owner)
-            .query_async::<u64>(&mut conn)
+            .to_owned();
+        let answer = client
+            .inner
+            .router
+            .query::<u64>(&holding.key, &release)
             .await
             .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
         match (answer, lost) {

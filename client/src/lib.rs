@@ -97,6 +97,8 @@ mod options;
 mod pool;
 mod registry;
 mod replicas;
+mod router;
+mod slots;
 mod wait;
 mod watchdog;
 

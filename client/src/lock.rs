@@ -200,17 +200,14 @@ impl Acquisition {
     /// blocks the connection it runs on, and must run on the one that wrote.
     async fn try_once(&mut self) -> Result<Option<Granted>> {
         let sent = Instant::now();
-        let mut own = match self.options.required_replicas() {
-            Some(_) => Some(self.client.inner.waits.get().await?),
-            None => None,
-        };
         let cmd = acquire_command(&self.key, &self.owner, self.options.lease_ms());
-        let reply = match own.as_mut() {
-            Some(waiter) => cmd.query_async::<Option<u64>>(&mut waiter.conn).await,
-            None => {
-                let mut conn = self.client.inner.conn.clone();
-                cmd.query_async::<Option<u64>>(&mut conn).await
+        let inner = &self.client.inner;
+        let (reply, own) = match self.options.required_replicas() {
+            Some(_) => {
+                let (reply, own) = inner.waits.query(&inner.router, &self.key, &cmd).await?;
+                (reply, Some(own))
             }
+            None => (inner.router.query(&self.key, &cmd).await, None),
         };
         match reply {
             Ok(Some(token)) => Ok(Some((token, sent, own))),

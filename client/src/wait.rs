@@ -42,53 +42,68 @@ impl Wait<'_> {
         &self,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Option<(u64, WaitConn)>> {
-        let mut waiter = self.client.inner.waits.get().await?;
-        let wait_ms = match self.deadline {
-            None => 0,
-            Some(d) => crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1),
-        };
-        let mut cmd = crate::lock::acquire_command(self.key, self.owner, self.lease_ms);
-        cmd.arg("WAIT").arg(wait_ms);
+        let waits = &self.client.inner.waits;
+        let mut route = self.client.inner.router.route(self.key);
         let overdue = self.deadline.map(|d| d + REPLY_GRACE);
-        let answer = tokio::select! {
-            biased;
-            answer = cmd.query_async::<Option<u64>>(&mut waiter.conn) => answer,
-            () = caller.closed() => {
-                tracing::debug!(key = %self.key, owner = %self.owner, "acquire cancelled while waiting");
-                self.abandon(waiter).await;
-                return Ok(None);
+        loop {
+            let mut waiter = waits.get(&route.node).await?;
+            let wait_ms = match self.deadline {
+                None => 0,
+                Some(d) => {
+                    crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1)
+                }
+            };
+            let mut cmd = crate::lock::acquire_command(self.key, self.owner, self.lease_ms);
+            cmd.arg("WAIT").arg(wait_ms);
+            let answer = tokio::select! {
+                biased;
+                answer = route.send::<Option<u64>, _>(&mut waiter.conn, &cmd) => answer,
+                () = caller.closed() => {
+                    tracing::debug!(key = %self.key, owner = %self.owner, "acquire cancelled while waiting");
+                    self.abandon(waiter).await;
+                    return Ok(None);
+                }
+                () = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
+                    tracing::warn!(key = %self.key, owner = %self.owner, "no reply to a WAIT in time; abandoning it");
+                    self.abandon(waiter).await;
+                    return Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no reply to LOCK.ACQUIRE ... WAIT by its deadline",
+                    ))));
+                }
+            };
+            if route.redirected(&answer) {
+                // Redirected, not run: the connection is as good as before.
+                waits.put(waiter);
+                continue;
             }
-            () = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
-                tracing::warn!(key = %self.key, owner = %self.owner, "no reply to a WAIT in time; abandoning it");
-                self.abandon(waiter).await;
-                return Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no reply to LOCK.ACQUIRE ... WAIT by its deadline",
-                ))));
-            }
-        };
-        match answer {
-            Ok(Some(token)) => Ok(Some((token, waiter))),
-            Ok(None) => {
-                self.client.inner.waits.put(waiter);
-                Ok(None)
-            }
-            Err(err) => Err(Error::from_command(err, self.key, self.owner)),
+            return match answer {
+                Ok(Some(token)) => Ok(Some((token, waiter))),
+                Ok(None) => {
+                    waits.put(waiter);
+                    Ok(None)
+                }
+                Err(err) => Err(Error::from_command(err, self.key, self.owner)),
+            };
         }
     }
 
     /// Ends the wait by killing its connection, then releases a grant that crossed the kill.
     async fn abandon(&self, waiter: WaitConn) {
-        let mut conn = self.client.inner.conn.clone();
+        // On the waiter's own node: client ids are per server.
         let kill = redis::cmd("CLIENT")
             .arg("KILL")
             .arg("ID")
             .arg(waiter.id)
             .to_owned();
-        if let Err(err) = kill.query_async::<i64>(&mut conn).await {
+        let killed = match waiter.node.shared().await {
+            Ok(mut conn) => kill.query_async::<i64>(&mut conn).await,
+            Err(err) => Err(err),
+        };
+        if let Err(err) = killed {
             // Without the right to kill (ACL), closing our end is all we can do; the server
             // drops the waiter when it notices.
-            tracing::warn!(key = %self.key, %err, "CLIENT KILL refused; closing the wait connection");
+            tracing::warn!(key = %self.key, %err, "CLIENT KILL failed; closing the wait connection");
         }
         drop(waiter);
         release_unreported(self.client, self.key, self.owner).await;
@@ -109,9 +124,8 @@ pub(crate) async fn release_unreported(client: &Client, key: &str, owner: &str) 
     if info.holds <= known {
         return;
     }
-    let mut conn = client.inner.conn.clone();
     let release = redis::cmd("LOCK.RELEASE").arg(key).arg(owner).to_owned();
-    match release.query_async::<u64>(&mut conn).await {
+    match client.inner.router.query::<u64>(key, &release).await {
         Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
         Err(err) => {
             tracing::warn!(key, owner, %err, "could not release a hold granted without a reply")

@@ -1,19 +1,29 @@
 //! The watchdog: one background task per client that renews every held lock with one
 //! pipelined round of `LOCK.RENEW` per renewal period, and notices lost locks.
 //!
+//! A round is one pipeline per node: in a Redis Cluster the renewals are grouped by the node
+//! that serves each key's slot (as the client knows it), and the nodes' pipelines run at the
+//! same time, each one round trip on that node's shared connection. A renewal that a node
+//! redirects (its slot moved, or is moving) is then sent again on its own, following the
+//! redirection like any command; that teaches the slot map, so the next round groups it
+//! right.
+//!
 //! The task's shape is mini-redis's drop guard: it sleeps until the next renewal or lease end,
 //! wakes early when the registry changes, and stops when the client's last handle is dropped
 //! (the [`Watchdog`] owns the sending half of its shutdown channel).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use redis::RedisResult;
 use tokio::sync::{oneshot, Notify};
+use tokio::task::JoinSet;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
 
 use crate::error::LossReason;
 use crate::registry::{Grant, Holding, Registry, Renewal};
+use crate::router::{Node, Router};
 
 /// Counters of the watchdog's work, from [`Client::watchdog_stats`](crate::Client::watchdog_stats).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,13 +31,14 @@ use crate::registry::{Grant, Holding, Registry, Renewal};
 pub struct WatchdogStats {
     /// Renewal rounds run (rounds with at least one lock to renew).
     pub rounds: u64,
-    /// Round trips to the server those rounds cost (one pipeline per connection per round).
+    /// Round trips to the servers those rounds cost: one pipeline per node per round, plus
+    /// one per renewal sent again after a cluster redirection.
     pub round_trips: u64,
     /// `LOCK.RENEW` commands sent.
     pub renewals: u64,
-    /// Rounds whose pipeline failed or timed out.
+    /// Rounds in which a pipeline failed or timed out.
     pub failed_rounds: u64,
-    /// How long the last round's round trip took.
+    /// How long the last round's round trips took.
     pub last_round: Duration,
     /// Locks lost while held (renewal answered 0, or the lease ran out).
     pub losses: u64,
@@ -74,8 +85,8 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the task on `runtime`, renewing over `conn`.
-    pub(crate) fn start(conn: ConnectionManager, runtime: &tokio::runtime::Handle) -> Watchdog {
+    /// Starts the task on `runtime`, renewing through `router`.
+    pub(crate) fn start(router: Arc<Router>, runtime: &tokio::runtime::Handle) -> Watchdog {
         let shared = Arc::new(Shared {
             registry: Mutex::new(Registry::default()),
             wake: Notify::new(),
@@ -83,7 +94,7 @@ impl Watchdog {
             stats: Mutex::new(WatchdogStats::default()),
         });
         let (stop, stopped) = oneshot::channel();
-        runtime.spawn(run(shared.clone(), conn, stopped));
+        runtime.spawn(run(shared.clone(), router, stopped));
         Watchdog {
             shared,
             _stop: stop,
@@ -127,7 +138,7 @@ impl Watchdog {
     }
 }
 
-async fn run(shared: Arc<Shared>, mut conn: ConnectionManager, mut stop: oneshot::Receiver<()>) {
+async fn run(shared: Arc<Shared>, router: Arc<Router>, mut stop: oneshot::Receiver<()>) {
     loop {
         let next = shared.registry().next_wakeup();
         let wakeup = async {
@@ -139,21 +150,21 @@ async fn run(shared: Arc<Shared>, mut conn: ConnectionManager, mut stop: oneshot
         tokio::select! {
             _ = &mut stop => break,
             _ = shared.wake.notified() => continue,
-            _ = wakeup => round(&shared, &mut conn).await,
+            _ = wakeup => round(&shared, &router).await,
         }
     }
     tracing::debug!("watchdog stopped");
 }
 
-/// One round: renew what is due in one pipeline, then mark lost what ran out.
-async fn round(shared: &Shared, conn: &mut ConnectionManager) {
+/// One round: renew what is due, then mark lost what ran out.
+async fn round(shared: &Shared, router: &Arc<Router>) {
     let flight = shared.in_flight.lock().await;
     let now = Instant::now();
     let period = shared.registry().period();
     if let Some(period) = period {
         let due = shared.registry().due(now, period);
         if !due.is_empty() {
-            renew(shared, conn, &due, period).await;
+            renew(shared, router, &due, period).await;
         }
     }
     drop(flight);
@@ -163,48 +174,31 @@ async fn round(shared: &Shared, conn: &mut ConnectionManager) {
     }
 }
 
-async fn renew(shared: &Shared, conn: &mut ConnectionManager, due: &[Renewal], period: Duration) {
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
-    for r in due {
-        let h = &r.holding;
-        let lease_ms = crate::options::ceil_ms(r.lease);
-        pipe.cmd("LOCK.RENEW")
-            .arg(&h.key)
-            .arg(&h.owner)
-            .arg("LEASE")
-            .arg(lease_ms);
-    }
+async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: Duration) {
     let sent = Instant::now();
-    let answer = timeout(
-        period,
-        pipe.query_async::<Vec<redis::RedisResult<i64>>>(conn),
-    )
-    .await;
+    let answers = send_round(router, due, period).await;
     let took = sent.elapsed();
     {
         let mut stats = shared.stats();
         stats.rounds += 1;
-        stats.round_trips += 1;
+        stats.round_trips += answers.round_trips;
         stats.renewals += due.len() as u64;
+        stats.failed_rounds += u64::from(answers.failed);
         stats.last_round = took;
     }
     let mut registry = shared.registry();
     for r in due {
         registry.attempted(r, sent);
     }
-    let replies = match answer {
-        Ok(Ok(replies)) => replies,
-        Ok(Err(err)) => return failed(shared, due.len(), &err.to_string()),
-        Err(_) => return failed(shared, due.len(), "no answer within the renewal period"),
-    };
     let mut refused = Vec::new();
-    for (r, reply) in due.iter().zip(replies) {
+    for (r, reply) in due.iter().zip(answers.replies) {
         match reply {
-            Ok(1) => registry.renewed(r, sent),
-            Ok(_) => refused.push(r.holding.clone()),
-            Err(err) if err.code() == Some("WRONGTYPE") => refused.push(r.holding.clone()),
-            Err(err) => tracing::warn!(key = %r.holding.key, %err, "lock renewal failed"),
+            // Its node's pipeline failed (already told): the lease timer keeps running.
+            None => {}
+            Some(Ok(1)) => registry.renewed(r, sent),
+            Some(Ok(_)) => refused.push(r.holding.clone()),
+            Some(Err(err)) if err.code() == Some("WRONGTYPE") => refused.push(r.holding.clone()),
+            Some(Err(err)) => tracing::warn!(key = %r.holding.key, %err, "lock renewal failed"),
         }
     }
     drop(registry);
@@ -214,7 +208,103 @@ async fn renew(shared: &Shared, conn: &mut ConnectionManager, due: &[Renewal], p
     tracing::debug!(locks = due.len(), ?took, "locks renewed");
 }
 
-fn failed(shared: &Shared, locks: usize, why: &str) {
-    shared.stats().failed_rounds += 1;
-    tracing::warn!(locks, why, "lock renewal round failed; retrying");
+/// The answers of a round, in the order of its renewals.
+struct Answers {
+    /// `None` where the node's pipeline failed or timed out.
+    replies: Vec<Option<RedisResult<i64>>>,
+    round_trips: u64,
+    failed: bool,
+}
+
+/// Sends `due` as one pipeline per node, all at once, each given `period` to answer; then
+/// sends the redirected ones again, each on its own.
+async fn send_round(router: &Arc<Router>, due: &[Renewal], period: Duration) -> Answers {
+    let mut by_node: HashMap<Arc<str>, (Arc<Node>, Vec<usize>)> = HashMap::new();
+    for (i, r) in due.iter().enumerate() {
+        let node = router.node_for(&r.holding.key);
+        let group = by_node.entry(node.addr.clone());
+        group.or_insert_with(|| (node, Vec::new())).1.push(i);
+    }
+    let mut answers = Answers {
+        replies: due.iter().map(|_| None).collect(),
+        round_trips: by_node.len() as u64,
+        failed: false,
+    };
+    let mut pipelines = JoinSet::new();
+    for (node, indices) in by_node.into_values() {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for &i in &indices {
+            pipe.add_command(renew_command(&due[i]));
+        }
+        pipelines.spawn(async move {
+            let replies = timeout(period, async {
+                let mut conn = node.shared().await?;
+                pipe.query_async::<Vec<RedisResult<i64>>>(&mut conn).await
+            });
+            (replies.await, node, indices)
+        });
+    }
+    while let Some(joined) = pipelines.join_next().await {
+        let Ok((replies, node, indices)) = joined else {
+            answers.failed = true;
+            continue;
+        };
+        let why = match replies {
+            Ok(Ok(replies)) => {
+                for (i, reply) in indices.into_iter().zip(replies) {
+                    answers.replies[i] = Some(reply);
+                }
+                continue;
+            }
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => "no answer within the renewal period".to_owned(),
+        };
+        answers.failed = true;
+        let locks = indices.len();
+        tracing::warn!(node = %node.addr, locks, why, "lock renewal round failed; retrying");
+    }
+    resend_redirected(router, due, period, &mut answers).await;
+    answers
+}
+
+/// Sends again, each on its own and all at once, the renewals whose node redirected them.
+async fn resend_redirected(
+    router: &Arc<Router>,
+    due: &[Renewal],
+    period: Duration,
+    answers: &mut Answers,
+) {
+    let mut resends = JoinSet::new();
+    for (i, reply) in answers.replies.iter().enumerate() {
+        if !matches!(reply, Some(Err(err)) if err.redirect_node().is_some()) {
+            continue;
+        }
+        let (router, key, cmd) = (
+            router.clone(),
+            due[i].holding.key.clone(),
+            renew_command(&due[i]),
+        );
+        resends.spawn(async move { (i, timeout(period, router.query(&key, &cmd)).await) });
+    }
+    answers.round_trips += resends.len() as u64;
+    while let Some(joined) = resends.join_next().await {
+        let Ok((i, reply)) = joined else {
+            answers.failed = true;
+            continue;
+        };
+        answers.failed |= reply.is_err();
+        answers.replies[i] = reply.ok();
+    }
+}
+
+/// `LOCK.RENEW key owner LEASE ms` for one renewal.
+fn renew_command(r: &Renewal) -> redis::Cmd {
+    let h = &r.holding;
+    let mut cmd = redis::cmd("LOCK.RENEW");
+    cmd.arg(&h.key)
+        .arg(&h.owner)
+        .arg("LEASE")
+        .arg(crate::options::ceil_ms(r.lease));
+    cmd
 }
