@@ -8,14 +8,16 @@
 //! - **Cancellation safety**: dropping an `acquire` future (or a `tokio::time::timeout`
 //!   around it) never leaks a hold, even when the grant and the cancellation cross.
 //! - **A watchdog**: by default a lock has a 30 s lease that one background task per client
-//!   renews every 10 s, in one pipelined round trip for all locks, until the guard is
-//!   released. An explicit lease turns it off.
+//!   renews every 10 s, in one pipelined round trip for all locks (per node, in a Redis
+//!   Cluster), until the guard is released. An explicit lease turns it off.
 //! - **Loss detection**: when a renewal is refused or the lease runs out unrenewed,
 //!   [`Guard::lost`] resolves and [`Guard::release`] says [`Error::Lost`].
 //! - **Fencing tokens**: every holding has a token ([`Guard::token`]) that grows with every
 //!   new holding, to make the protected resources refuse a stale holder.
 //! - **Reentrancy**: through an [`Owner`] handle in async code, or per thread with the
 //!   [`blocking`] API.
+//! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
+//!   and `ASK` while slots move (see [below](#redis-cluster)).
 //!
 //! # Example
 //!
@@ -57,6 +59,41 @@
 //! the `fencing` example shows a resource refusing a paused former holder's stale token.
 //! The `rlock` binary runs a command while holding a lock (`rlock run KEY -- CMD ARGS...`).
 //!
+//! # Redis Cluster
+//!
+//! Open the client on any node; every node must load the module. The same code then works
+//! on a cluster as on one server (and so do the [`blocking`] API and the `rlock` tool):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rlock_client::Error> {
+//! use rlock_client::Client;
+//!
+//! let client = Client::open("redis://10.0.0.1:7000/").await?;
+//! // On the node that serves the slot of "lock:order:42". A hash tag puts locks on one
+//! // node: "{order:42}:pay" and "{order:42}:ship" share the slot of "order:42".
+//! let guard = client.lock("lock:order:42").acquire().await?;
+//! guard.release().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! When the server says `cluster_enabled:1` (`INFO cluster`), the client loads the slot map
+//! (`CLUSTER SLOTS`) and sends each command to the node that serves its key's slot, on that
+//! node's shared connection. A `MOVED` reply updates the map and the command goes to the
+//! new node; an `ASK` reply (a slot being migrated) sends it once to the named node, after
+//! `ASKING` on the same connection. A redirected command was not run, so sending it again
+//! is safe; after [`Error::MAX_REDIRECTS`] redirections in a row it fails with
+//! [`Error::TooManyRedirects`]. For each kind of command:
+//!
+//! - **Waits** run on a connection of their own to the node of the key; a redirected wait
+//!   is made again on a connection to the target. A cancelled wait is killed
+//!   (`CLIENT KILL ID`) on its own node.
+//! - **The watchdog** sends one pipeline per node per round, to all nodes at once; renewals
+//!   a node redirects are sent again one by one, following the redirection.
+//! - **Releases**, `info` and `force_release` follow redirections as any command does.
+//! - **[`LockOptions::min_replicas`]**: `WAIT` runs on the connection that carried the
+//!   grant, so on the node that granted, and counts that node's replicas.
+//!
 //! # Limits
 //!
 //! - A hold whose reply is lost to a broken connection (the command reached the server, the
@@ -72,12 +109,19 @@
 //!   replication stays asynchronous otherwise (renewals and releases are not confirmed).
 //! - A guard dropped after its client's runtime shut down cannot be released: it ends with
 //!   its lease.
-//! - One server (or one Redis Cluster node per key through a proxy); the client does not
-//!   follow `MOVED`/`ASK` redirections yet.
+//! - In a Redis Cluster, the slot map is loaded when the client opens and corrected by each
+//!   `MOVED`. A failover (a replica promoted after its master died) is not discovered: the
+//!   dead master's slots fail with I/O errors until the client is opened again. Nodes are
+//!   reached at the addresses the cluster announces, with the first node's credentials and
+//!   TLS settings.
+//! - Waiters are queued on the node that served the key when they began to wait, and are
+//!   not moved with a migrated slot: migrate slots whose locks have no waiters.
 //!
 //! # Layout
 //!
-//! - `client.rs` — [`Client`] and [`Owner`]: the shared connection, owner ids, `LOCK.INFO`.
+//! - `client.rs` — [`Client`] and [`Owner`]: owner ids, `LOCK.INFO`, opening.
+//! - `router.rs`, `slots.rs` — the shared connection of each server, and which node serves
+//!   a key: the slot map, `MOVED` and `ASK`.
 //! - `lock.rs`, `wait.rs` — [`Lock`], the cancellation-safe acquisition task, and waiting on
 //!   a connection of its own.
 //! - `replicas.rs` — confirming a grant on replicas ([`LockOptions::min_replicas`]).

@@ -79,7 +79,9 @@ impl LockOptions {
     /// not: replication stays asynchronous (a failover to a replica that did not acknowledge
     /// loses the lock; renewals and releases are not waited for), and acknowledged means in
     /// the replica's memory, not on its disk. Such an acquisition uses a connection of its
-    /// own even when the lock is free, since `WAIT` blocks the connection it runs on.
+    /// own even when the lock is free, since `WAIT` blocks the connection it runs on. In a
+    /// Redis Cluster that connection is to the node that granted the lock, and `WAIT`
+    /// counts that node's replicas.
     pub fn min_replicas(mut self, n: usize, timeout: Duration) -> Self {
         self.replicas = (n > 0).then_some((n, timeout));
         self

@@ -6,7 +6,8 @@
 //! rlock release KEY --force                             remove KEY's lock, whoever holds it
 //! ```
 //!
-//! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/`.
+//! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
+//! Cluster, any node).
 //!
 //! `run` holds the lock with the watchdog (or a fixed `--lease`) while CMD runs, gives CMD
 //! `RLOCK_KEY`, `RLOCK_OWNER` and `RLOCK_TOKEN` (the fencing token) in its environment, and
@@ -40,7 +41,7 @@ const EXIT_LOST: u8 = 76;
     about = "Distributed locks on Redis (rlock module)"
 )]
 struct Cli {
-    /// Redis server URL.
+    /// Redis server URL (for a Redis Cluster, any node's).
     #[arg(long, env = "RLOCK_URL", default_value = "redis://127.0.0.1:6379/")]
     url: String,
     #[command(subcommand)]
