@@ -126,7 +126,8 @@
 //!   a connection of its own.
 //! - `replicas.rs` — confirming a grant on replicas ([`LockOptions::min_replicas`]).
 //! - `guard.rs` — [`Guard`]: token, loss signal, release and drop.
-//! - `watchdog.rs`, `registry.rs` — the renewal task and its bookkeeping.
+//! - `watchdog.rs`, `rounds.rs`, `registry.rs` — the renewal task, its round trips, and its
+//!   bookkeeping.
 //! - `options.rs`, `error.rs`, `info.rs`, `pool.rs` (wait connections), [`blocking`].
 
 #![warn(missing_docs)]
@@ -141,6 +142,7 @@ mod options;
 mod pool;
 mod registry;
 mod replicas;
+mod rounds;
 mod router;
 mod slots;
 mod wait;

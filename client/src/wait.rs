@@ -5,11 +5,16 @@
 //! even `CLIENT UNBLOCK`: the only way to stop one early is to close its connection.
 //!
 //! So when the caller goes away, the wait's connection is killed (`CLIENT KILL ID` from the
-//! shared connection: once it answers, the server has dropped the waiter) and never reused.
+//! shared connection to the same server: once it answers, the server has dropped the
+//! waiter) and never reused.
 //! A grant the server made before the kill but had not yet replied is taken back by the
 //! server itself; one whose reply was already on its way is ours, and released after a
 //! `LOCK.INFO` check. A wait whose reply is [`REPLY_GRACE`] past its deadline (a dead server
 //! or connection) is abandoned the same way, and fails.
+//!
+//! In a Redis Cluster, the wait goes to the node that serves the key; one redirected there
+//! (`MOVED`, `ASK`: the server answers at once, without queueing it) is made again on a
+//! connection to the target.
 
 use std::time::Duration;
 
@@ -47,14 +52,7 @@ impl Wait<'_> {
         let overdue = self.deadline.map(|d| d + REPLY_GRACE);
         loop {
             let mut waiter = waits.get(&route.node).await?;
-            let wait_ms = match self.deadline {
-                None => 0,
-                Some(d) => {
-                    crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1)
-                }
-            };
-            let mut cmd = crate::lock::acquire_command(self.key, self.owner, self.lease_ms);
-            cmd.arg("WAIT").arg(wait_ms);
+            let cmd = self.command();
             let answer = tokio::select! {
                 biased;
                 answer = route.send::<Option<u64>, _>(&mut waiter.conn, &cmd) => answer,
@@ -86,6 +84,17 @@ impl Wait<'_> {
                 Err(err) => Err(Error::from_command(err, self.key, self.owner)),
             };
         }
+    }
+
+    /// `LOCK.ACQUIRE key owner LEASE ms WAIT ms`, waiting for what is left until the deadline.
+    fn command(&self) -> redis::Cmd {
+        let wait_ms = match self.deadline {
+            None => 0,
+            Some(d) => crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1),
+        };
+        let mut cmd = crate::lock::acquire_command(self.key, self.owner, self.lease_ms);
+        cmd.arg("WAIT").arg(wait_ms);
+        cmd
     }
 
     /// Ends the wait by killing its connection, then releases a grant that crossed the kill.

@@ -1,29 +1,22 @@
 //! The watchdog: one background task per client that renews every held lock with one
 //! pipelined round of `LOCK.RENEW` per renewal period, and notices lost locks.
 //!
-//! A round is one pipeline per node: in a Redis Cluster the renewals are grouped by the node
-//! that serves each key's slot (as the client knows it), and the nodes' pipelines run at the
-//! same time, each one round trip on that node's shared connection. A renewal that a node
-//! redirects (its slot moved, or is moving) is then sent again on its own, following the
-//! redirection like any command; that teaches the slot map, so the next round groups it
-//! right.
+//! A round is one pipeline per node (see `rounds.rs`): one round trip for all locks on one
+//! server, and one per node, all at once, in a Redis Cluster.
 //!
 //! The task's shape is mini-redis's drop guard: it sleeps until the next renewal or lease end,
 //! wakes early when the registry changes, and stops when the client's last handle is dropped
 //! (the [`Watchdog`] owns the sending half of its shutdown channel).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::RedisResult;
 use tokio::sync::{oneshot, Notify};
-use tokio::task::JoinSet;
-use tokio::time::{sleep, sleep_until, timeout, Instant};
+use tokio::time::{sleep, sleep_until, Instant};
 
 use crate::error::LossReason;
 use crate::registry::{Grant, Holding, Registry, Renewal};
-use crate::router::{Node, Router};
+use crate::router::Router;
 
 /// Counters of the watchdog's work, from [`Client::watchdog_stats`](crate::Client::watchdog_stats).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,7 +169,7 @@ async fn round(shared: &Shared, router: &Arc<Router>) {
 
 async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: Duration) {
     let sent = Instant::now();
-    let answers = send_round(router, due, period).await;
+    let answers = crate::rounds::send(router, due, period).await;
     let took = sent.elapsed();
     {
         let mut stats = shared.stats();
@@ -206,105 +199,4 @@ async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: D
         shared.mark_lost(&h, LossReason::NotHeld);
     }
     tracing::debug!(locks = due.len(), ?took, "locks renewed");
-}
-
-/// The answers of a round, in the order of its renewals.
-struct Answers {
-    /// `None` where the node's pipeline failed or timed out.
-    replies: Vec<Option<RedisResult<i64>>>,
-    round_trips: u64,
-    failed: bool,
-}
-
-/// Sends `due` as one pipeline per node, all at once, each given `period` to answer; then
-/// sends the redirected ones again, each on its own.
-async fn send_round(router: &Arc<Router>, due: &[Renewal], period: Duration) -> Answers {
-    let mut by_node: HashMap<Arc<str>, (Arc<Node>, Vec<usize>)> = HashMap::new();
-    for (i, r) in due.iter().enumerate() {
-        let node = router.node_for(&r.holding.key);
-        let group = by_node.entry(node.addr.clone());
-        group.or_insert_with(|| (node, Vec::new())).1.push(i);
-    }
-    let mut answers = Answers {
-        replies: due.iter().map(|_| None).collect(),
-        round_trips: by_node.len() as u64,
-        failed: false,
-    };
-    let mut pipelines = JoinSet::new();
-    for (node, indices) in by_node.into_values() {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for &i in &indices {
-            pipe.add_command(renew_command(&due[i]));
-        }
-        pipelines.spawn(async move {
-            let replies = timeout(period, async {
-                let mut conn = node.shared().await?;
-                pipe.query_async::<Vec<RedisResult<i64>>>(&mut conn).await
-            });
-            (replies.await, node, indices)
-        });
-    }
-    while let Some(joined) = pipelines.join_next().await {
-        let Ok((replies, node, indices)) = joined else {
-            answers.failed = true;
-            continue;
-        };
-        let why = match replies {
-            Ok(Ok(replies)) => {
-                for (i, reply) in indices.into_iter().zip(replies) {
-                    answers.replies[i] = Some(reply);
-                }
-                continue;
-            }
-            Ok(Err(err)) => err.to_string(),
-            Err(_) => "no answer within the renewal period".to_owned(),
-        };
-        answers.failed = true;
-        let locks = indices.len();
-        tracing::warn!(node = %node.addr, locks, why, "lock renewal round failed; retrying");
-    }
-    resend_redirected(router, due, period, &mut answers).await;
-    answers
-}
-
-/// Sends again, each on its own and all at once, the renewals whose node redirected them.
-async fn resend_redirected(
-    router: &Arc<Router>,
-    due: &[Renewal],
-    period: Duration,
-    answers: &mut Answers,
-) {
-    let mut resends = JoinSet::new();
-    for (i, reply) in answers.replies.iter().enumerate() {
-        if !matches!(reply, Some(Err(err)) if err.redirect_node().is_some()) {
-            continue;
-        }
-        let (router, key, cmd) = (
-            router.clone(),
-            due[i].holding.key.clone(),
-            renew_command(&due[i]),
-        );
-        resends.spawn(async move { (i, timeout(period, router.query(&key, &cmd)).await) });
-    }
-    answers.round_trips += resends.len() as u64;
-    while let Some(joined) = resends.join_next().await {
-        let Ok((i, reply)) = joined else {
-            answers.failed = true;
-            continue;
-        };
-        answers.failed |= reply.is_err();
-        answers.replies[i] = reply.ok();
-    }
-}
-
-/// `LOCK.RENEW key owner LEASE ms` for one renewal.
-fn renew_command(r: &Renewal) -> redis::Cmd {
-    let h = &r.holding;
-    let mut cmd = redis::cmd("LOCK.RENEW");
-    cmd.arg(&h.key)
-        .arg(&h.owner)
-        .arg("LEASE")
-        .arg(crate::options::ceil_ms(r.lease));
-    cmd
 }
