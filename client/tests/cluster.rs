@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use rlock_client::{Client, Error, LockOptions, WatchdogStats};
-use support::{eventually, watched, Cluster};
+use support::cluster::Cluster;
+use support::{eventually, watched};
 use tokio::time::sleep;
 
 const LEASE: Duration = Duration::from_millis(900);

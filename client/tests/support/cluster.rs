@@ -1,0 +1,156 @@
+//! A Redis Cluster of test servers: cluster-enabled nodes with the module, joined by
+//! `redis-cli --cluster create`, and the slot migrations the tests make.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{built_module, free_port, temp_dir, Server};
+
+const REDIS_CLI: &str = "/usr/bin/redis-cli";
+/// `redis-cli --cluster create` itself waits a second or two for the nodes to agree.
+const CLUSTER_OK_WITHIN: Duration = Duration::from_secs(15);
+
+impl Server {
+    /// A Redis Cluster node with the rlock module loaded, not yet in a cluster.
+    pub fn start_cluster_node() -> Server {
+        let port = free_port();
+        let dir = temp_dir(port);
+        let config = dir.join(format!("nodes-{port}.conf"));
+        let config = config.to_string_lossy().into_owned();
+        let module = built_module();
+        let args = ["--loadmodule", &module, "--cluster-enabled", "yes"];
+        Server::spawn_at(
+            port,
+            dir,
+            &[&args[..], &["--cluster-config-file", &config]].concat(),
+        )
+    }
+
+    /// This cluster node's id.
+    pub fn node_id(&self) -> String {
+        self.cmd(&["CLUSTER", "MYID"])
+    }
+
+    /// Whether this cluster node serves `slot`, in its own view (`CLUSTER NODES`, `myself`).
+    pub fn serves(&self, slot: u16) -> bool {
+        let nodes: String = self.cmd(&["CLUSTER", "NODES"]);
+        let me = nodes
+            .lines()
+            .find(|line| line.contains("myself"))
+            .expect("CLUSTER NODES has a myself line");
+        // Fields 9 on: `first-last` or `slot`, and `[slot->-id]` for a migration.
+        let number = |n: &str| n.parse::<u16>().expect("a slot number");
+        me.split_whitespace()
+            .skip(8)
+            .filter(|range| !range.starts_with('['))
+            .any(|range| match range.split_once('-') {
+                Some((first, last)) => (number(first)..=number(last)).contains(&slot),
+                None => number(range) == slot,
+            })
+    }
+}
+
+/// A Redis Cluster of masters with the module and no replicas, made with
+/// `redis-cli --cluster create`; every server is killed (by its pid) when dropped.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    /// Starts `masters` nodes, joins them, and waits until every node says `cluster_state:ok`.
+    pub fn start(masters: usize) -> Cluster {
+        let nodes: Vec<Server> = (0..masters).map(|_| Server::start_cluster_node()).collect();
+        let cluster = Cluster { nodes };
+        let created = Command::new(REDIS_CLI)
+            .args(["--cluster", "create"])
+            .args(
+                cluster
+                    .nodes
+                    .iter()
+                    .map(|n| format!("127.0.0.1:{}", n.port())),
+            )
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {REDIS_CLI} (apt-get install redis-tools): {e}")
+            });
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create failed:\n{}{}",
+            String::from_utf8_lossy(&created.stdout),
+            String::from_utf8_lossy(&created.stderr)
+        );
+        cluster.wait_ok();
+        cluster
+    }
+
+    fn wait_ok(&self) {
+        let started = Instant::now();
+        let ok = |n: &Server| {
+            let info: String = n.cmd(&["CLUSTER", "INFO"]);
+            info.lines().any(|line| line.trim() == "cluster_state:ok")
+        };
+        while !self.nodes.iter().all(ok) {
+            assert!(
+                started.elapsed() < CLUSTER_OK_WITHIN,
+                "the cluster is not ok within {CLUSTER_OK_WITHIN:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `key`'s slot, as the server computes it.
+    pub fn slot(&self, key: &str) -> u16 {
+        self.nodes[0].cmd(&["CLUSTER", "KEYSLOT", key])
+    }
+
+    /// The index of the one node that serves `key`'s slot.
+    pub fn owner(&self, key: &str) -> usize {
+        let slot = self.slot(key);
+        let owners: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].serves(slot))
+            .collect();
+        assert_eq!(owners.len(), 1, "slot {slot} has owners {owners:?}");
+        owners[0]
+    }
+
+    /// A key with `prefix` whose slot node `node` serves.
+    pub fn key_on(&self, node: usize, prefix: &str) -> String {
+        (0..1000)
+            .map(|i| format!("{prefix}:{i}"))
+            .find(|key| self.owner(key) == node)
+            .expect("a key for every node within 1000 tries")
+    }
+
+    /// Starts moving `slot` from node `from` to node `to`: `IMPORTING` on the target,
+    /// then `MIGRATING` on the source.
+    pub fn begin_migration(&self, slot: u16, from: usize, to: usize) {
+        let slot = slot.to_string();
+        let (source, target) = (&self.nodes[from], &self.nodes[to]);
+        let from_id = source.node_id();
+        let to_id = target.node_id();
+        let _: String = target.cmd(&["CLUSTER", "SETSLOT", &slot, "IMPORTING", &from_id]);
+        let _: String = source.cmd(&["CLUSTER", "SETSLOT", &slot, "MIGRATING", &to_id]);
+    }
+
+    /// Moves `keys` (of a slot being migrated) from node `from` to node `to`.
+    pub fn migrate_keys(&self, from: usize, to: usize, keys: &[&str]) {
+        let port = self.nodes[to].port().to_string();
+        let mut args = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+        args.extend_from_slice(keys);
+        let reply: String = self.nodes[from].cmd(&args);
+        assert_eq!(reply, "OK", "MIGRATE {keys:?}");
+    }
+
+    /// Ends a migration: `slot` belongs to node `to`, told to the target first, then to
+    /// every other node.
+    pub fn finish_migration(&self, slot: u16, to: usize) {
+        let slot = slot.to_string();
+        let to_id = self.nodes[to].node_id();
+        let others = (0..self.nodes.len()).filter(|&i| i != to);
+        for i in std::iter::once(to).chain(others) {
+            let _: String = self.nodes[i].cmd(&["CLUSTER", "SETSLOT", &slot, "NODE", &to_id]);
+        }
+    }
+}
