@@ -10,7 +10,7 @@ use crate::suite::Results;
 pub fn render(r: &Results) -> String {
     let rows = rows(r);
     let mut out = String::new();
-    let _ = writeln!(out, "Machine: {} cores; Redis {}; {} s per side per measurement (two alternating halves); `--save \"\" --appendonly no`; loopback.\n", r.cores, r.redis_version, r.duration_s);
+    let _ = writeln!(out, "Machine: {} cores; Redis {}; {} s per side per measurement (scenario 1: {} alternating slices); `--save \"\" --appendonly no`; loopback.\n", r.cores, r.redis_version, r.duration_s, crate::suite::SLICES);
     let _ = writeln!(
         out,
         "| Scenario | Metric | Lua (Redisson) | rlock | rlock ÷ Lua | HSET+DEL | Target | Result |"

@@ -184,7 +184,7 @@ pub struct Delta {
 }
 
 impl Delta {
-    /// The sum of two measurements (the halves of an alternating run).
+    /// The sum of two measurements (slices of an alternating run).
     pub fn merge(&self, other: &Delta) -> Delta {
         let mut usec = self.usec.clone();
         for (name, u) in &other.usec {

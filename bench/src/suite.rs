@@ -70,8 +70,8 @@ pub fn run(plan: &Plan, server: &BenchServer) -> Results {
     let mut uncontended = Vec::new();
     for depth in [1, 16] {
         eprintln!("scenario 1: uncontended, depth {depth}");
-        let runs =
-            alternate(|side| uncontended::run(port, &scripts, side, depth, plan.duration / 2));
+        let slice = plan.duration / SLICES as u32;
+        let runs = alternate(|side| uncontended::run(port, &scripts, side, depth, slice));
         let pct = |r: &uncontended::Run| {
             [
                 Some(r.server.cpu_percent()),
@@ -126,17 +126,23 @@ pub fn run(plan: &Plan, server: &BenchServer) -> Results {
     }
 }
 
-/// Runs Lua, rlock and HSET+DEL, then again in reverse order, and sums each side's halves.
+/// Slices per side of each scenario 1 measurement.
+pub const SLICES: usize = 6;
+
+/// Runs Lua, rlock and HSET+DEL in [`SLICES`] slices each, in the order ABC CBA ABC ...,
+/// so that changes in the machine's speed during the run fall on all three alike, and sums
+/// each side's slices.
 fn alternate(mut once: impl FnMut(Side) -> uncontended::Run) -> [uncontended::Run; 3] {
     let order = [Side::Lua, Side::Rlock, Side::Plain];
-    let first = order.map(&mut once);
-    let mut second: Vec<uncontended::Run> = order.iter().rev().map(|s| once(*s)).collect();
-    second.reverse();
-    let mut halves = second.into_iter();
-    first.map(|a| match halves.next() {
-        Some(b) => a.merge(b),
-        None => a,
-    })
+    let mut sums = order.map(&mut once);
+    for slice in 1..SLICES {
+        for i in [0, 1, 2] {
+            let i = if slice % 2 == 1 { 2 - i } else { i };
+            let run = once(order[i]);
+            sums[i] = sums[i].clone().merge(run);
+        }
+    }
+    sums
 }
 
 fn contended_cpu(name: &str, runs: &[contended::Run; 2]) -> CpuRow {

@@ -36,7 +36,7 @@ impl Run {
         1e6 * self.server.cpu_s / self.pairs.max(1) as f64
     }
 
-    /// Sums two runs of the same side (the halves of an alternating run).
+    /// Sums two runs of the same side (slices of an alternating run).
     pub fn merge(self, other: Run) -> Run {
         Run {
             side: self.side,
