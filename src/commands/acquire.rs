@@ -28,7 +28,9 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<AcquireArgs<'a>, Lock
 }
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
-    let now = waiters::now_ms();
+    // One clock reading: the lease's deadline in ms, a fresh token in µs.
+    let now_us = token::now_us();
+    let now = now_us.div_euclid(1000);
     let parsed = parse(args.bytes(), now)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let key = LockKey::open(ctx, args.key()?, true)?;
@@ -41,7 +43,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     }
     match lock::acquire(current.as_ref(), parsed.owner) {
         AcquireStep::Fresh => {
-            let token = TOKENS.issue(token::now_us());
+            let token = TOKENS.issue(now_us);
             let holding = Apply {
                 owner,
                 holds: 1,

@@ -32,7 +32,9 @@ pub enum Reply {
 }
 
 /// The arguments of one call, command name first: the strings Redis passed and their
-/// bytes, both valid for the whole call.
+/// bytes, both valid for the whole call. The bytes of the command name and of the key are
+/// left empty: parsers only count them, and the key is read through its string
+/// ([`LockKey::name`]).
 pub struct Args<'a> {
     strings: &'a [*mut raw::RedisModuleString],
     bytes: &'a [&'a [u8]],
@@ -78,10 +80,13 @@ pub(crate) unsafe fn dispatch(
         Ok(n) if !argv.is_null() => unsafe { slice::from_raw_parts(argv, n) },
         _ => &[],
     };
-    let bytes_of = |s: &*mut raw::RedisModuleString| redis_module::RedisString::string_as_slice(*s);
+    let bytes_of = |(i, s): (usize, &*mut raw::RedisModuleString)| match i {
+        0 | 1 => &[][..],
+        _ => redis_module::RedisString::string_as_slice(*s),
+    };
     let outcome = if strings.len() <= INLINE_ARGS {
         let mut bytes: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
-        for (b, s) in bytes.iter_mut().zip(strings) {
+        for (b, s) in bytes.iter_mut().zip(strings.iter().enumerate()) {
             *b = bytes_of(s);
         }
         let args = Args {
@@ -90,7 +95,7 @@ pub(crate) unsafe fn dispatch(
         };
         guard::command(name, || run(ctx, &args))
     } else {
-        let bytes: Vec<&[u8]> = strings.iter().map(bytes_of).collect();
+        let bytes: Vec<&[u8]> = strings.iter().enumerate().map(bytes_of).collect();
         let args = Args {
             strings,
             bytes: &bytes,
