@@ -1,7 +1,6 @@
 //! The release message (SPEC.md §4): `0` on the lock's channel when it becomes free.
 
 use std::cell::RefCell;
-use std::ffi::c_char;
 use std::ptr;
 use std::sync::atomic::AtomicPtr;
 
@@ -24,13 +23,11 @@ pub fn release_message(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<(), 
     if mode == PublishMode::none {
         return Ok(());
     }
-    let create = api!(RedisModule_CreateString);
     let channel = CHANNEL.with(|channel| {
         let mut channel = channel.borrow_mut();
         CHANNEL_PREFIX.with(|prefix| write_release_channel(&mut channel, prefix, key));
-        let made = unsafe { create(ctx, channel.as_ptr().cast::<c_char>(), channel.len()) };
-        OwnedString::adopt(ctx, made)
-    });
+        OwnedString::new(ctx, &channel)
+    })?;
     let message = kept(&MESSAGE, RELEASE_MESSAGE)?;
     let publish = match mode {
         PublishMode::spublish => api!(RedisModule_PublishMessageShard),

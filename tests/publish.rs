@@ -40,18 +40,23 @@ fn release_message(kind: &str, ch: &[u8]) -> Message {
     }
 }
 
-#[test]
-fn release_to_zero_publishes_zero_on_the_default_channel() {
+/// Takes and releases `key` on a fresh server; returns the release channel (default
+/// prefix) and the messages published on it.
+fn messages_of_a_release(key: &[u8]) -> (Vec<u8>, Vec<Message>) {
     let server = Server::start();
     let mut con = server.conn();
-    let ch = channel(DEFAULT_PREFIX, b"lock:1");
-    assert_eq!(ch, b"redisson_lock__channel:{lock:1}");
+    let ch = channel(DEFAULT_PREFIX, key);
     let mut sub = Subscriber::both(&server, &ch);
-    take_and_release(&mut con, b"lock:1");
-    assert_eq!(
-        messages_before_sentinel(&mut con, &mut sub, &ch),
-        [release_message("message", &ch)]
-    );
+    take_and_release(&mut con, key);
+    let messages = messages_before_sentinel(&mut con, &mut sub, &ch);
+    (ch, messages)
+}
+
+#[test]
+fn release_to_zero_publishes_zero_on_the_default_channel() {
+    let (ch, messages) = messages_of_a_release(b"lock:1");
+    assert_eq!(ch, b"redisson_lock__channel:{lock:1}");
+    assert_eq!(messages, [release_message("message", &ch)]);
 }
 
 #[test]
@@ -104,30 +109,15 @@ fn forcerelease_publishes_zero() {
 
 #[test]
 fn key_with_a_brace_is_not_wrapped_again() {
-    let server = Server::start();
-    let mut con = server.conn();
-    let ch = channel(DEFAULT_PREFIX, b"{order}:42");
+    let (ch, messages) = messages_of_a_release(b"{order}:42");
     assert_eq!(ch, b"redisson_lock__channel:{order}:42");
-    let mut sub = Subscriber::both(&server, &ch);
-    take_and_release(&mut con, b"{order}:42");
-    assert_eq!(
-        messages_before_sentinel(&mut con, &mut sub, &ch),
-        [release_message("message", &ch)]
-    );
+    assert_eq!(messages, [release_message("message", &ch)]);
 }
 
 #[test]
 fn binary_key_gets_a_binary_channel() {
-    let server = Server::start();
-    let mut con = server.conn();
-    let key: &[u8] = b"lock:\xff\x00\r\n";
-    let ch = channel(DEFAULT_PREFIX, key);
-    let mut sub = Subscriber::both(&server, &ch);
-    take_and_release(&mut con, key);
-    assert_eq!(
-        messages_before_sentinel(&mut con, &mut sub, &ch),
-        [release_message("message", &ch)]
-    );
+    let (ch, messages) = messages_of_a_release(b"lock:\xff\x00\r\n");
+    assert_eq!(messages, [release_message("message", &ch)]);
 }
 
 #[test]
