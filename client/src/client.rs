@@ -9,6 +9,7 @@ use redis::aio::ConnectionManager;
 use redis::{FromRedisValue, IntoConnectionInfo, Value};
 use tokio::runtime::Handle;
 
+use crate::commands;
 use crate::error::{Error, Result};
 use crate::info::LockInfo;
 use crate::lock::Lock;
@@ -100,21 +101,20 @@ impl Client {
 
     /// The state of lock `name` (`LOCK.INFO`), or `None` if it is free.
     pub async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
-        let reply: Value = self.query("LOCK.INFO", name).await?;
+        let reply: Value = self.query(name, &commands::info(name)).await?;
         Ok(LockInfo::from_reply(reply)?)
     }
 
     /// Removes lock `name` whoever holds it (`LOCK.FORCERELEASE`, an admin command). True if a
     /// lock was removed. Its holder's guard notices at its next renewal.
     pub async fn force_release(&self, name: &str) -> Result<bool> {
-        let removed: i64 = self.query("LOCK.FORCERELEASE", name).await?;
+        let removed: i64 = self.query(name, &commands::force_release(name)).await?;
         Ok(removed == 1)
     }
 
-    /// `command name` on the shared connection of the node that serves `name`.
-    async fn query<T: FromRedisValue>(&self, command: &str, name: &str) -> Result<T> {
-        let cmd = redis::cmd(command).arg(name).to_owned();
-        let reply = self.inner.router.query(name, &cmd).await;
+    /// `cmd` on the shared connection of the node that serves `name`.
+    async fn query<T: FromRedisValue>(&self, name: &str, cmd: &redis::Cmd) -> Result<T> {
+        let reply = self.inner.router.query(name, cmd).await;
         reply.map_err(|e| Error::from(e).module_missing_if_unknown())
     }
 
@@ -132,11 +132,7 @@ impl Client {
 /// Asks the server whether it knows `LOCK.ACQUIRE`. A server that refuses `COMMAND INFO`
 /// (ACL) is given the benefit of the doubt: the first lock command will tell.
 async fn check_module(conn: &mut ConnectionManager) -> Result<()> {
-    let cmd = redis::cmd("COMMAND")
-        .arg("INFO")
-        .arg("LOCK.ACQUIRE")
-        .to_owned();
-    let reply: redis::RedisResult<Vec<Value>> = cmd.query_async(conn).await;
+    let reply: redis::RedisResult<Vec<Value>> = commands::module_probe().query_async(conn).await;
     match reply {
         Ok(found) if matches!(found.first(), None | Some(Value::Nil)) => {
             Err(Error::ModuleMissing {

@@ -118,7 +118,7 @@ impl From<redis::RedisError> for Error {
 impl Error {
     /// How many redirections one command follows before it fails with
     /// [`Error::TooManyRedirects`].
-    pub const MAX_REDIRECTS: usize = crate::router::MAX_REDIRECTS;
+    pub const MAX_REDIRECTS: usize = 5;
 
     /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.
     pub(crate) fn from_command(err: redis::RedisError, key: &str, owner: &str) -> Error {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::client::Client;
+use crate::commands;
 use crate::error::{Error, LossReason, Result};
 use crate::options::LockOptions;
 use crate::registry::{Grant, Holding};
@@ -170,10 +171,7 @@ fn release_job(
         }
         // A renewal round may be on its way with this lock in it: let it land first.
         client.inner.watchdog.quiesce().await;
-        let release = redis::cmd("LOCK.RELEASE")
-            .arg(&holding.key)
-            .arg(&holding.owner)
-            .to_owned();
+        let release = commands::release(&holding.key, &holding.owner);
         let answer = client
             .inner
             .router

@@ -134,6 +134,7 @@
 
 pub mod blocking;
 mod client;
+mod commands;
 mod error;
 mod guard;
 mod info;

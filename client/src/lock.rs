@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
 use crate::client::Client;
+use crate::commands;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::info::LockInfo;
@@ -200,7 +201,7 @@ impl Acquisition {
     /// blocks the connection it runs on, and must run on the one that wrote.
     async fn try_once(&mut self) -> Result<Option<Granted>> {
         let sent = Instant::now();
-        let cmd = acquire_command(&self.key, &self.owner, self.options.lease_ms());
+        let cmd = commands::acquire(&self.key, &self.owner, self.options.lease_ms());
         let inner = &self.client.inner;
         let (reply, own) = match self.options.required_replicas() {
             Some(_) => {
@@ -227,11 +228,4 @@ impl Acquisition {
             }
         }
     }
-}
-
-/// `LOCK.ACQUIRE key owner LEASE ms`, to which a wait adds `WAIT ms`.
-pub(crate) fn acquire_command(key: &str, owner: &str, lease_ms: u64) -> redis::Cmd {
-    let mut cmd = redis::cmd("LOCK.ACQUIRE");
-    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
-    cmd
 }

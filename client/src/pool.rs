@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Cmd, FromRedisValue, RedisResult};
 
+use crate::commands;
 use crate::router::{Node, Router};
 
 /// How many idle wait connections a client keeps for reuse, per node.
@@ -45,10 +46,7 @@ impl WaitPool {
             .redis
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        let id = redis::cmd("CLIENT")
-            .arg("ID")
-            .query_async(&mut conn)
-            .await?;
+        let id = commands::client_id().query_async(&mut conn).await?;
         Ok(WaitConn {
             conn,
             id,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::client::Client;
+use crate::commands;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::options::ceil_ms;
@@ -20,7 +21,7 @@ pub(crate) async fn confirm(
 ) -> Result<Guard> {
     // `WAIT n 0` would block forever.
     let timeout_ms = ceil_ms(timeout).max(1);
-    let cmd = redis::cmd("WAIT").arg(wanted).arg(timeout_ms).to_owned();
+    let cmd = commands::wait_replicas(wanted, timeout_ms);
     let acked = match cmd.query_async::<usize>(&mut conn.conn).await {
         Ok(acked) => {
             client.inner.waits.put(conn);

@@ -15,6 +15,8 @@ use redis::RedisResult;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
+use crate::commands;
+use crate::options::ceil_ms;
 use crate::registry::Renewal;
 use crate::router::{Node, Router};
 
@@ -118,10 +120,5 @@ async fn resend_redirected(
 /// `LOCK.RENEW key owner LEASE ms` for one renewal.
 fn renew_command(r: &Renewal) -> redis::Cmd {
     let h = &r.holding;
-    let mut cmd = redis::cmd("LOCK.RENEW");
-    cmd.arg(&h.key)
-        .arg(&h.owner)
-        .arg("LEASE")
-        .arg(crate::options::ceil_ms(r.lease));
-    cmd
+    commands::renew(&h.key, &h.owner, ceil_ms(r.lease))
 }

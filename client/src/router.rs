@@ -29,10 +29,12 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, RedisResult, Value};
 use tokio::sync::OnceCell;
 
+use crate::commands;
+use crate::error::Error;
 use crate::slots::{self, SlotMap};
 
 /// How many redirections one command follows before it fails.
-pub(crate) const MAX_REDIRECTS: usize = 5;
+const MAX_REDIRECTS: usize = Error::MAX_REDIRECTS;
 
 /// One server: its address and its shared multiplexed connection, opened at first use.
 pub(crate) struct Node {
@@ -95,15 +97,19 @@ impl Router {
     /// `CLUSTER SLOTS` (ACL) is taken as it comes: redirections then teach the map.
     pub(crate) async fn discover(&self) -> RedisResult<()> {
         let mut conn = self.seed.shared().await?;
-        let info = redis::cmd("INFO").arg("cluster").to_owned();
-        let Some(info) = allowed(info.query_async::<String>(&mut conn).await)? else {
+        let info = commands::info_cluster()
+            .query_async::<String>(&mut conn)
+            .await;
+        let Some(info) = allowed(info)? else {
             return Ok(());
         };
         if !info.lines().any(|line| line.trim() == "cluster_enabled:1") {
             return Ok(());
         }
-        let slots = redis::cmd("CLUSTER").arg("SLOTS").to_owned();
-        let Some(reply) = allowed(slots.query_async::<Value>(&mut conn).await)? else {
+        let slots = commands::cluster_slots()
+            .query_async::<Value>(&mut conn)
+            .await;
+        let Some(reply) = allowed(slots)? else {
             return Ok(());
         };
         let ranges = slots::parse_cluster_slots(reply, self.seed_host())?;
@@ -202,7 +208,7 @@ impl Route<'_> {
         // One write: `ASKING` holds for the next command on this connection only.
         let mut pipe = redis::pipe();
         pipe.ignore_errors()
-            .cmd("ASKING")
+            .add_command(commands::asking())
             .ignore()
             .add_command(cmd.clone());
         let mut replies: Vec<RedisResult<T>> = pipe.query_async(conn).await?;

@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 use tokio::time::{sleep_until, Instant};
 
 use crate::client::Client;
+use crate::commands;
 use crate::error::{Error, Result};
 use crate::pool::WaitConn;
 
@@ -92,19 +93,13 @@ impl Wait<'_> {
             None => 0,
             Some(d) => crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1),
         };
-        let mut cmd = crate::lock::acquire_command(self.key, self.owner, self.lease_ms);
-        cmd.arg("WAIT").arg(wait_ms);
-        cmd
+        commands::acquire_waiting(self.key, self.owner, self.lease_ms, wait_ms)
     }
 
     /// Ends the wait by killing its connection, then releases a grant that crossed the kill.
     async fn abandon(&self, waiter: WaitConn) {
         // On the waiter's own node: client ids are per server.
-        let kill = redis::cmd("CLIENT")
-            .arg("KILL")
-            .arg("ID")
-            .arg(waiter.id)
-            .to_owned();
+        let kill = commands::client_kill_id(waiter.id);
         let killed = match waiter.node.shared().await {
             Ok(mut conn) => kill.query_async::<i64>(&mut conn).await,
             Err(err) => Err(err),
@@ -133,7 +128,7 @@ pub(crate) async fn release_unreported(client: &Client, key: &str, owner: &str) 
     if info.holds <= known {
         return;
     }
-    let release = redis::cmd("LOCK.RELEASE").arg(key).arg(owner).to_owned();
+    let release = commands::release(key, owner);
     match client.inner.router.query::<u64>(key, &release).await {
         Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
         Err(err) => {

@@ -1,0 +1,142 @@
+//! Every command the client sends, built in one place: the `LOCK.*` commands of the module,
+//! and the few server commands around them (connection ids, replica acknowledgement,
+//! module check, cluster discovery). Pure: no connections in here.
+//!
+//! Durations arrive as whole milliseconds, already rounded the way their callers need.
+
+use redis::{cmd, Cmd};
+
+/// `LOCK.ACQUIRE key owner LEASE ms`: one try, answered at once.
+pub(crate) fn acquire(key: &str, owner: &str, lease_ms: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.ACQUIRE");
+    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+    cmd
+}
+
+/// `LOCK.ACQUIRE key owner LEASE ms WAIT ms`: queued on the server until the lock is handed
+/// over or `wait_ms` runs out (0: no limit). It blocks the connection it runs on.
+pub(crate) fn acquire_waiting(key: &str, owner: &str, lease_ms: u64, wait_ms: u64) -> Cmd {
+    let mut cmd = acquire(key, owner, lease_ms);
+    cmd.arg("WAIT").arg(wait_ms);
+    cmd
+}
+
+/// `LOCK.RELEASE key owner`.
+pub(crate) fn release(key: &str, owner: &str) -> Cmd {
+    let mut cmd = cmd("LOCK.RELEASE");
+    cmd.arg(key).arg(owner);
+    cmd
+}
+
+/// `LOCK.RENEW key owner LEASE ms`.
+pub(crate) fn renew(key: &str, owner: &str, lease_ms: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.RENEW");
+    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+    cmd
+}
+
+/// `LOCK.INFO key`.
+pub(crate) fn info(key: &str) -> Cmd {
+    let mut cmd = cmd("LOCK.INFO");
+    cmd.arg(key);
+    cmd
+}
+
+/// `LOCK.FORCERELEASE key`.
+pub(crate) fn force_release(key: &str) -> Cmd {
+    let mut cmd = cmd("LOCK.FORCERELEASE");
+    cmd.arg(key);
+    cmd
+}
+
+/// `CLIENT ID`: the connection's id on its server, for a later `CLIENT KILL ID`.
+pub(crate) fn client_id() -> Cmd {
+    let mut cmd = cmd("CLIENT");
+    cmd.arg("ID");
+    cmd
+}
+
+/// `CLIENT KILL ID id`: closes that connection on the server that numbered it.
+pub(crate) fn client_kill_id(id: i64) -> Cmd {
+    let mut cmd = cmd("CLIENT");
+    cmd.arg("KILL").arg("ID").arg(id);
+    cmd
+}
+
+/// `WAIT replicas ms`: how many replicas have the connection's last write.
+pub(crate) fn wait_replicas(replicas: usize, timeout_ms: u64) -> Cmd {
+    let mut cmd = cmd("WAIT");
+    cmd.arg(replicas).arg(timeout_ms);
+    cmd
+}
+
+/// `COMMAND INFO LOCK.ACQUIRE`: whether the server has the module.
+pub(crate) fn module_probe() -> Cmd {
+    let mut cmd = cmd("COMMAND");
+    cmd.arg("INFO").arg("LOCK.ACQUIRE");
+    cmd
+}
+
+/// `INFO cluster`: whether the server is a cluster node.
+pub(crate) fn info_cluster() -> Cmd {
+    let mut cmd = cmd("INFO");
+    cmd.arg("cluster");
+    cmd
+}
+
+/// `CLUSTER SLOTS`: which node serves which slots.
+pub(crate) fn cluster_slots() -> Cmd {
+    let mut cmd = cmd("CLUSTER");
+    cmd.arg("SLOTS");
+    cmd
+}
+
+/// `ASKING`: the next command on the connection may touch a slot being migrated here.
+pub(crate) fn asking() -> Cmd {
+    cmd("ASKING")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Arg;
+
+    fn words(cmd: &Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|arg| match arg {
+                Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => "<not a plain argument>".to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lock_commands_put_the_key_first() {
+        assert_eq!(
+            words(&acquire("k", "o", 30_000)),
+            ["LOCK.ACQUIRE", "k", "o", "LEASE", "30000"]
+        );
+        assert_eq!(
+            words(&acquire_waiting("k", "o", 300, 0)),
+            ["LOCK.ACQUIRE", "k", "o", "LEASE", "300", "WAIT", "0"]
+        );
+        assert_eq!(words(&release("k", "o")), ["LOCK.RELEASE", "k", "o"]);
+        assert_eq!(
+            words(&renew("k", "o", 2)),
+            ["LOCK.RENEW", "k", "o", "LEASE", "2"]
+        );
+        assert_eq!(words(&info("k")), ["LOCK.INFO", "k"]);
+        assert_eq!(words(&force_release("k")), ["LOCK.FORCERELEASE", "k"]);
+    }
+
+    #[test]
+    fn server_commands_are_spelled_as_the_server_takes_them() {
+        assert_eq!(words(&client_id()), ["CLIENT", "ID"]);
+        assert_eq!(words(&client_kill_id(42)), ["CLIENT", "KILL", "ID", "42"]);
+        assert_eq!(words(&wait_replicas(2, 100)), ["WAIT", "2", "100"]);
+        assert_eq!(words(&module_probe()), ["COMMAND", "INFO", "LOCK.ACQUIRE"]);
+        assert_eq!(words(&info_cluster()), ["INFO", "cluster"]);
+        assert_eq!(words(&cluster_slots()), ["CLUSTER", "SLOTS"]);
+        assert_eq!(words(&asking()), ["ASKING"]);
+    }
+}
