@@ -139,6 +139,7 @@ mod error;
 mod guard;
 mod info;
 mod lock;
+mod node;
 mod options;
 mod pool;
 mod registry;

@@ -20,6 +20,7 @@ use crate::guard::Guard;
 use crate::info::LockInfo;
 use crate::options::LockOptions;
 use crate::pool::WaitConn;
+use crate::router::Sent;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
 const REWAIT_PAUSE: Duration = Duration::from_millis(10);
@@ -205,8 +206,12 @@ impl Acquisition {
         let inner = &self.client.inner;
         let (reply, own) = match self.options.required_replicas() {
             Some(_) => {
-                let (reply, own) = inner.waits.query(&inner.router, &self.key, &cmd).await?;
-                (reply, Some(own))
+                let never = std::future::pending::<std::convert::Infallible>();
+                let sent = inner.router.follow(&self.key, &inner.waits, || &cmd, never);
+                match sent.await? {
+                    Sent::Answered(reply, own) => (reply, Some(own)),
+                    Sent::Interrupted(never, _) => match never {},
+                }
             }
             None => (inner.router.query(&self.key, &cmd).await, None),
         };

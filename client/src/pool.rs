@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Cmd, FromRedisValue, RedisResult};
+use redis::{AsyncConnectionConfig, RedisResult};
 
 use crate::commands;
-use crate::router::{Node, Router};
+use crate::node::{Carrier, Node};
 
 /// How many idle wait connections a client keeps for reuse, per node.
 const MAX_IDLE: usize = 4;
@@ -62,23 +62,32 @@ impl WaitPool {
             idle.push(conn);
         }
     }
+}
 
-    /// `cmd` on `key` over a connection of its own to the node that serves the key,
-    /// following redirections; the answer, and the connection that gave it.
-    pub(crate) async fn query<T: FromRedisValue>(
-        &self,
-        router: &Router,
-        key: &str,
-        cmd: &Cmd,
-    ) -> RedisResult<(RedisResult<T>, WaitConn)> {
-        let mut route = router.route(key);
-        loop {
-            let mut own = self.get(&route.node).await?;
-            let answer = route.send(&mut own.conn, cmd).await;
-            if !route.redirected(&answer) {
-                return Ok((answer, own));
-            }
-            self.put(own);
-        }
+impl Carrier for WaitPool {
+    type Conn = WaitConn;
+    type Link = MultiplexedConnection;
+
+    async fn connect(&self, node: &Arc<Node>) -> RedisResult<WaitConn> {
+        self.get(node).await
+    }
+
+    fn link(conn: &mut WaitConn) -> &mut MultiplexedConnection {
+        &mut conn.conn
+    }
+
+    fn recycle(&self, conn: WaitConn) {
+        self.put(conn);
+    }
+}
+
+impl WaitConn {
+    /// Ends whatever runs on this connection with `CLIENT KILL ID`, sent on the shared
+    /// connection of the same node (client ids are per server). Once it is answered, the
+    /// server has closed the connection.
+    pub(crate) async fn kill(&self) -> RedisResult<()> {
+        let mut shared = self.node.shared().await?;
+        let kill = commands::client_kill_id(self.id);
+        kill.query_async::<i64>(&mut shared).await.map(drop)
     }
 }

@@ -16,9 +16,10 @@ use tokio::task::JoinSet;
 use tokio::time::timeout;
 
 use crate::commands;
+use crate::node::Node;
 use crate::options::ceil_ms;
 use crate::registry::Renewal;
-use crate::router::{Node, Router};
+use crate::router::Router;
 
 /// The answers of a round, in the order of its renewals.
 pub(crate) struct Answers {

@@ -13,57 +13,30 @@
 //!
 //! A server answers a redirection instead of running the command, so sending it again is
 //! safe, even for `LOCK.ACQUIRE` and `LOCK.RELEASE`. Nothing else is retried: a command whose
-//! connection failed may or may not have run. After [`MAX_REDIRECTS`] redirections in a row
-//! the last one is returned, and reaches the caller as
-//! [`Error::TooManyRedirects`](crate::Error::TooManyRedirects).
+//! connection failed may or may not have run. After [`Error::MAX_REDIRECTS`] redirections in
+//! a row the last one is returned, and reaches the caller as [`Error::TooManyRedirects`].
+//!
+//! [`Router::follow`] is the one loop that follows redirections, for every path: commands on
+//! the shared connections, commands on a connection of their own, and waits (which a
+//! caller's cancellation may interrupt).
 //!
 //! This is why the client does not use `redis::cluster_async`: it re-sends a command after
 //! a dropped connection (which could apply a `LOCK.RELEASE` twice), and re-sends a whole
 //! pipeline to the target of any redirection in it (a watchdog round spans many slots).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionLike;
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, RedisResult, Value};
-use tokio::sync::OnceCell;
 
 use crate::commands;
 use crate::error::Error;
+use crate::node::{Carrier, Node, Shared};
 use crate::slots::{self, SlotMap};
-
-/// How many redirections one command follows before it fails.
-const MAX_REDIRECTS: usize = Error::MAX_REDIRECTS;
-
-/// One server: its address and its shared multiplexed connection, opened at first use.
-pub(crate) struct Node {
-    /// `host:port` (the form redirections use), or the seed's socket path.
-    pub(crate) addr: Arc<str>,
-    pub(crate) redis: redis::Client,
-    shared: OnceCell<ConnectionManager>,
-}
-
-impl Node {
-    fn new(addr: &str, redis: redis::Client) -> Arc<Node> {
-        Arc::new(Node {
-            addr: addr.into(),
-            redis,
-            shared: OnceCell::new(),
-        })
-    }
-
-    /// The node's shared connection (cheap to clone; it reconnects by itself).
-    pub(crate) async fn shared(&self) -> RedisResult<ConnectionManager> {
-        // Few, short reconnect retries: a dead server should fail fast, and the watchdog
-        // retries every renewal period anyway.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let open = || ConnectionManager::new_with_config(self.redis.clone(), config);
-        self.shared.get_or_try_init(open).await.cloned()
-    }
-}
 
 /// The nodes the client talks to, and which serves each slot.
 pub(crate) struct Router {
@@ -74,11 +47,19 @@ pub(crate) struct Router {
     slots: RwLock<SlotMap<Arc<Node>>>,
 }
 
+/// How a command sent with [`Router::follow`] ended.
+pub(crate) enum Sent<T, C, I> {
+    /// The answer (anything but a redirection to follow), and the connection that gave it.
+    Answered(RedisResult<T>, C),
+    /// The interruption came first; the command may still be running on the connection.
+    Interrupted(I, C),
+}
+
 impl Router {
     /// A router whose seed is `redis`; connects to nothing yet.
     pub(crate) fn new(redis: redis::Client) -> Router {
         let template = redis.get_connection_info().clone();
-        let seed = Node::new(&addr_text(template.addr()), redis);
+        let seed = Node::seed(redis);
         let nodes = HashMap::from([(seed.addr.clone(), seed.clone())]);
         Router {
             seed,
@@ -130,26 +111,82 @@ impl Router {
         map.owner(slot).unwrap_or(&self.seed).clone()
     }
 
-    /// The route of a command on `key`: first to the node that serves it.
-    pub(crate) fn route(&self, key: &str) -> Route<'_> {
-        Route {
-            router: self,
-            node: self.node_for(key),
-            asking: false,
-            redirects: 0,
+    /// `cmd` on `key` over the shared connection of the node that serves it.
+    pub(crate) async fn query<T: FromRedisValue>(&self, key: &str, cmd: &Cmd) -> RedisResult<T> {
+        let never = std::future::pending::<std::convert::Infallible>();
+        match self.follow(key, &Shared, || cmd, never).await? {
+            Sent::Answered(answer, _) => answer,
+            Sent::Interrupted(never, _) => match never {},
         }
     }
 
-    /// `cmd` on `key` over the shared connection of the node that serves it.
-    pub(crate) async fn query<T: FromRedisValue>(&self, key: &str, cmd: &Cmd) -> RedisResult<T> {
-        let mut route = self.route(key);
+    /// Sends the command `make` builds (once per node it goes to) on a connection from
+    /// `carrier` to the node that serves `key`, then to the target of each redirection, at
+    /// most [`Error::MAX_REDIRECTS`] of them. While a command is on its way, `interrupt` may
+    /// end the whole: the connection is then handed back with the interruption.
+    ///
+    /// Fails only if no connection could be had; the command's own answer is in [`Sent`].
+    pub(crate) async fn follow<T, K, C, I>(
+        &self,
+        key: &str,
+        carrier: &K,
+        mut make: impl FnMut() -> C,
+        interrupt: impl Future<Output = I>,
+    ) -> RedisResult<Sent<T, K::Conn, I>>
+    where
+        T: FromRedisValue,
+        K: Carrier,
+        C: Borrow<Cmd>,
+    {
+        let mut route = Route::to(self.node_for(key));
+        let mut interrupt = pin!(interrupt);
         loop {
-            let mut conn = route.node.shared().await?;
-            let answer = route.send(&mut conn, cmd).await;
-            if !route.redirected(&answer) {
-                return answer;
+            let mut conn = carrier.connect(&route.node).await?;
+            let cmd = make();
+            let answer = tokio::select! {
+                biased;
+                answer = route.send(K::link(&mut conn), cmd.borrow()) => answer,
+                stop = &mut interrupt => return Ok(Sent::Interrupted(stop, conn)),
+            };
+            if !self.redirect(&mut route, &answer) {
+                return Ok(Sent::Answered(answer, conn));
             }
+            carrier.recycle(conn);
         }
+    }
+
+    /// True if `answer` is a redirection to follow: `route` then leads to its target.
+    /// False for any other answer, and for a redirection past the limit.
+    fn redirect<T>(&self, route: &mut Route, answer: &RedisResult<T>) -> bool {
+        let Err(err) = answer else {
+            return false;
+        };
+        let Some((addr, slot)) = err.redirect_node() else {
+            return false;
+        };
+        let Some((host, port)) = slots::split_addr(addr) else {
+            return false;
+        };
+        if route.redirects >= Error::MAX_REDIRECTS {
+            tracing::warn!(slot, addr, "too many cluster redirections; giving up");
+            return false;
+        }
+        let node = match self.node(host, port) {
+            Ok(node) => node,
+            Err(e) => {
+                tracing::warn!(slot, addr, %e, "cannot follow a cluster redirection");
+                return false;
+            }
+        };
+        let moved = err.code() == Some("MOVED");
+        if moved {
+            self.learn(slot, &node);
+        }
+        tracing::debug!(slot, addr, moved, "following a cluster redirection");
+        route.redirects += 1;
+        route.node = node;
+        route.asking = !moved;
+        true
     }
 
     /// The node at `host:port`, made on first sight.
@@ -163,11 +200,7 @@ impl Router {
         if let Some(node) = nodes.get(addr.as_str()) {
             return Ok(node.clone());
         }
-        let info = self
-            .template
-            .clone()
-            .set_addr(node_addr(&self.template, host, port));
-        let node = Node::new(&addr, redis::Client::open(info)?);
+        let node = Node::at(&self.template, host, port)?;
         nodes.insert(node.addr.clone(), node.clone());
         Ok(node)
     }
@@ -185,19 +218,26 @@ impl Router {
     }
 }
 
-/// Where one command goes next, following at most [`MAX_REDIRECTS`] redirections.
-pub(crate) struct Route<'a> {
-    router: &'a Router,
+/// Where one command goes next.
+struct Route {
     /// The node to send to.
-    pub(crate) node: Arc<Node>,
+    node: Arc<Node>,
     /// Whether to send `ASKING` first (after an `ASK`).
     asking: bool,
     redirects: usize,
 }
 
-impl Route<'_> {
+impl Route {
+    fn to(node: Arc<Node>) -> Route {
+        Route {
+            node,
+            asking: false,
+            redirects: 0,
+        }
+    }
+
     /// Sends `cmd` on `conn` (a connection to [`Route::node`]), after `ASKING` if asked to.
-    pub(crate) async fn send<T, C>(&self, conn: &mut C, cmd: &Cmd) -> RedisResult<T>
+    async fn send<T, C>(&self, conn: &mut C, cmd: &Cmd) -> RedisResult<T>
     where
         T: FromRedisValue,
         C: ConnectionLike,
@@ -219,40 +259,6 @@ impl Route<'_> {
             )))
         })
     }
-
-    /// True if `answer` is a redirection to follow: the route then leads to its target.
-    /// False for any other answer, and for a redirection past the limit.
-    pub(crate) fn redirected<T>(&mut self, answer: &RedisResult<T>) -> bool {
-        let Err(err) = answer else {
-            return false;
-        };
-        let Some((addr, slot)) = err.redirect_node() else {
-            return false;
-        };
-        let Some((host, port)) = slots::split_addr(addr) else {
-            return false;
-        };
-        if self.redirects >= MAX_REDIRECTS {
-            tracing::warn!(slot, addr, "too many cluster redirections; giving up");
-            return false;
-        }
-        let node = match self.router.node(host, port) {
-            Ok(node) => node,
-            Err(e) => {
-                tracing::warn!(slot, addr, %e, "cannot follow a cluster redirection");
-                return false;
-            }
-        };
-        let moved = err.code() == Some("MOVED");
-        if moved {
-            self.router.learn(slot, &node);
-        }
-        tracing::debug!(slot, addr, moved, "following a cluster redirection");
-        self.redirects += 1;
-        self.node = node;
-        self.asking = !moved;
-        true
-    }
 }
 
 /// `Some` reply, or `None` if the server refused the command (ACL, renamed); I/O errors stay.
@@ -264,32 +270,5 @@ fn allowed<T>(reply: RedisResult<T>) -> RedisResult<Option<T>> {
             tracing::debug!(%err, "cluster discovery refused; following redirections only");
             Ok(None)
         }
-    }
-}
-
-/// An address in the `host:port` form redirections use.
-fn addr_text(addr: &ConnectionAddr) -> String {
-    match addr {
-        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
-            format!("{host}:{port}")
-        }
-        other => other.to_string(),
-    }
-}
-
-/// The address of another node, with the seed's TLS settings.
-fn node_addr(template: &ConnectionInfo, host: &str, port: u16) -> ConnectionAddr {
-    match template.addr() {
-        ConnectionAddr::TcpTls {
-            insecure,
-            tls_params,
-            ..
-        } => ConnectionAddr::TcpTls {
-            host: host.to_owned(),
-            port,
-            insecure: *insecure,
-            tls_params: tls_params.clone(),
-        },
-        _ => ConnectionAddr::Tcp(host.to_owned(), port),
     }
 }

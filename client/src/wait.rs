@@ -25,9 +25,18 @@ use crate::client::Client;
 use crate::commands;
 use crate::error::{Error, Result};
 use crate::pool::WaitConn;
+use crate::router::Sent;
 
 /// How late a due reply may be before the wait is given up as dead.
 const REPLY_GRACE: Duration = Duration::from_secs(2);
+
+/// Why a wait was given up before its reply.
+enum Stop {
+    /// The caller went away.
+    Cancelled,
+    /// No reply [`REPLY_GRACE`] after the deadline.
+    Overdue,
+}
 
 /// One wait for `key` as `owner`.
 pub(crate) struct Wait<'a> {
@@ -48,42 +57,44 @@ impl Wait<'_> {
         &self,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Option<(u64, WaitConn)>> {
-        let waits = &self.client.inner.waits;
-        let mut route = self.client.inner.router.route(self.key);
+        let inner = &self.client.inner;
         let overdue = self.deadline.map(|d| d + REPLY_GRACE);
-        loop {
-            let mut waiter = waits.get(&route.node).await?;
-            let cmd = self.command();
-            let answer = tokio::select! {
-                biased;
-                answer = route.send::<Option<u64>, _>(&mut waiter.conn, &cmd) => answer,
-                () = caller.closed() => {
-                    tracing::debug!(key = %self.key, owner = %self.owner, "acquire cancelled while waiting");
-                    self.abandon(waiter).await;
-                    return Ok(None);
-                }
-                () = sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
-                    tracing::warn!(key = %self.key, owner = %self.owner, "no reply to a WAIT in time; abandoning it");
-                    self.abandon(waiter).await;
-                    return Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "no reply to LOCK.ACQUIRE ... WAIT by its deadline",
-                    ))));
-                }
-            };
-            if route.redirected(&answer) {
-                // Redirected, not run: the connection is as good as before.
-                waits.put(waiter);
-                continue;
+        let late = async {
+            match overdue {
+                Some(at) => sleep_until(at).await,
+                None => std::future::pending().await,
             }
-            return match answer {
-                Ok(Some(token)) => Ok(Some((token, waiter))),
-                Ok(None) => {
-                    waits.put(waiter);
-                    Ok(None)
-                }
-                Err(err) => Err(Error::from_command(err, self.key, self.owner)),
-            };
+        };
+        let interrupt = async {
+            tokio::select! {
+                biased;
+                () = caller.closed() => Stop::Cancelled,
+                () = late => Stop::Overdue,
+            }
+        };
+        let sent = inner
+            .router
+            .follow(self.key, &inner.waits, || self.command(), interrupt);
+        match sent.await? {
+            Sent::Answered(Ok(Some(token)), waiter) => Ok(Some((token, waiter))),
+            Sent::Answered(Ok(None), waiter) => {
+                inner.waits.put(waiter);
+                Ok(None)
+            }
+            Sent::Answered(Err(err), _) => Err(Error::from_command(err, self.key, self.owner)),
+            Sent::Interrupted(Stop::Cancelled, waiter) => {
+                tracing::debug!(key = %self.key, owner = %self.owner, "acquire cancelled while waiting");
+                self.abandon(waiter).await;
+                Ok(None)
+            }
+            Sent::Interrupted(Stop::Overdue, waiter) => {
+                tracing::warn!(key = %self.key, owner = %self.owner, "no reply to a WAIT in time; abandoning it");
+                self.abandon(waiter).await;
+                Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no reply to LOCK.ACQUIRE ... WAIT by its deadline",
+                ))))
+            }
         }
     }
 
@@ -99,12 +110,7 @@ impl Wait<'_> {
     /// Ends the wait by killing its connection, then releases a grant that crossed the kill.
     async fn abandon(&self, waiter: WaitConn) {
         // On the waiter's own node: client ids are per server.
-        let kill = commands::client_kill_id(waiter.id);
-        let killed = match waiter.node.shared().await {
-            Ok(mut conn) => kill.query_async::<i64>(&mut conn).await,
-            Err(err) => Err(err),
-        };
-        if let Err(err) = killed {
+        if let Err(err) = waiter.kill().await {
             // Without the right to kill (ACL), closing our end is all we can do; the server
             // drops the waiter when it notices.
             tracing::warn!(key = %self.key, %err, "CLIENT KILL failed; closing the wait connection");
