@@ -113,7 +113,7 @@ impl BlockingClient {
         let id = threads
             .entry(std::thread::current().id())
             .or_insert_with(|| self.client.next_owner_id().into());
-        Owner::with_id(self.client.clone(), id.clone())
+        Owner::with_id(&self.client, id.clone())
     }
 
     /// The state of lock `name`, or `None` if it is free; see [`Client::info`].

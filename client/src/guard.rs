@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::client::Client;
-use crate::commands;
+use crate::core::Core;
 use crate::error::{Error, LossReason, Result};
 use crate::options::LockOptions;
 use crate::registry::{Grant, Holding};
@@ -19,7 +18,7 @@ use crate::registry::{Grant, Holding};
 /// runtime; if that runtime has shut down, the hold ends with its lease instead.
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct Guard {
-    client: Client,
+    core: Arc<Core>,
     holding: Arc<Holding>,
     watchdog: bool,
     released: bool,
@@ -38,7 +37,7 @@ impl fmt::Debug for Guard {
 
 impl Guard {
     pub(crate) fn new(
-        client: &Client,
+        core: &Arc<Core>,
         key: &str,
         owner: &str,
         token: u64,
@@ -55,8 +54,8 @@ impl Guard {
             at,
         };
         Guard {
-            holding: client.inner.watchdog.register(&grant),
-            client: client.clone(),
+            holding: core.register(&grant),
+            core: core.clone(),
             watchdog,
             released: false,
         }
@@ -132,8 +131,8 @@ impl Guard {
     /// Marks the guard released, stops the renewal now, and returns the (spawned) release.
     pub(crate) fn start_release(&mut self) -> impl std::future::Future<Output = Result<u64>> {
         self.released = true;
-        let job = release_job(&self.client, &self.holding, self.watchdog);
-        let task = self.client.inner.runtime.spawn(job);
+        let job = release_job(&self.core, &self.holding, self.watchdog);
+        let task = self.core.spawn(job);
         async move {
             task.await
                 .map_err(|_| Error::internal("the releasing task ended without an answer"))?
@@ -149,20 +148,20 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if !self.released {
             tracing::debug!(key = %self.key(), owner = %self.owner(), "guard dropped; releasing in the background");
-            let job = release_job(&self.client, &self.holding, self.watchdog);
-            drop(self.client.inner.runtime.spawn(job));
+            let job = release_job(&self.core, &self.holding, self.watchdog);
+            drop(self.core.spawn(job));
         }
     }
 }
 
 /// Stops renewing this hold now, and returns the work that tells the server.
 fn release_job(
-    client: &Client,
+    core: &Arc<Core>,
     holding: &Arc<Holding>,
     watchdog: bool,
 ) -> impl std::future::Future<Output = Result<u64>> + Send + 'static {
-    let counted = client.inner.watchdog.unregister(holding, watchdog);
-    let (client, holding) = (client.clone(), holding.clone());
+    let counted = core.unregister(holding, watchdog);
+    let (core, holding) = (core.clone(), holding.clone());
     async move {
         let lost = holding.lost_reason();
         if !counted {
@@ -170,12 +169,9 @@ fn release_job(
             return Err(lost_error(&holding, reason));
         }
         // A renewal round may be on its way with this lock in it: let it land first.
-        client.inner.watchdog.quiesce().await;
-        let release = commands::release(&holding.key, &holding.owner);
-        let answer = client
-            .inner
-            .router
-            .query::<u64>(&holding.key, &release)
+        core.quiesce().await;
+        let answer = core
+            .release(&holding.key, &holding.owner)
             .await
             .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
         match (answer, lost) {
@@ -185,10 +181,7 @@ fn release_job(
                 Ok(remaining)
             }
             (Err(Error::NotHeld { .. }), None) => {
-                client
-                    .inner
-                    .watchdog
-                    .mark_lost(&holding, LossReason::NotHeld);
+                core.mark_lost(&holding, LossReason::NotHeld);
                 Err(lost_error(&holding, LossReason::NotHeld))
             }
             (Err(err), None) => Err(err),

@@ -132,9 +132,11 @@
 
 #![warn(missing_docs)]
 
+mod acquire;
 pub mod blocking;
 mod client;
 mod commands;
+mod core;
 mod error;
 mod guard;
 mod info;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::client::Client;
 use crate::commands;
+use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::options::ceil_ms;
@@ -13,7 +13,7 @@ use crate::pool::WaitConn;
 /// Waits up to `timeout` for `wanted` replicas to acknowledge the grant `guard` holds, made
 /// on `conn`. Releases the hold and fails if fewer do.
 pub(crate) async fn confirm(
-    client: &Client,
+    core: &Core,
     guard: Guard,
     mut conn: WaitConn,
     wanted: usize,
@@ -24,7 +24,7 @@ pub(crate) async fn confirm(
     let cmd = commands::wait_replicas(wanted, timeout_ms);
     let acked = match cmd.query_async::<usize>(&mut conn.conn).await {
         Ok(acked) => {
-            client.inner.waits.put(conn);
+            core.give_back(conn);
             acked
         }
         Err(err) => {

@@ -21,8 +21,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::{sleep_until, Instant};
 
-use crate::client::Client;
 use crate::commands;
+use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::pool::WaitConn;
 use crate::router::Sent;
@@ -40,7 +40,7 @@ enum Stop {
 
 /// One wait for `key` as `owner`.
 pub(crate) struct Wait<'a> {
-    pub(crate) client: &'a Client,
+    pub(crate) core: &'a Core,
     pub(crate) key: &'a str,
     pub(crate) owner: &'a str,
     pub(crate) lease_ms: u64,
@@ -57,7 +57,6 @@ impl Wait<'_> {
         &self,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Option<(u64, WaitConn)>> {
-        let inner = &self.client.inner;
         let overdue = self.deadline.map(|d| d + REPLY_GRACE);
         let late = async {
             match overdue {
@@ -72,13 +71,11 @@ impl Wait<'_> {
                 () = late => Stop::Overdue,
             }
         };
-        let sent = inner
-            .router
-            .follow(self.key, &inner.waits, || self.command(), interrupt);
+        let sent = self.core.send_own(self.key, || self.command(), interrupt);
         match sent.await? {
             Sent::Answered(Ok(Some(token)), waiter) => Ok(Some((token, waiter))),
             Sent::Answered(Ok(None), waiter) => {
-                inner.waits.put(waiter);
+                self.core.give_back(waiter);
                 Ok(None)
             }
             Sent::Answered(Err(err), _) => Err(Error::from_command(err, self.key, self.owner)),
@@ -116,7 +113,7 @@ impl Wait<'_> {
             tracing::warn!(key = %self.key, %err, "CLIENT KILL failed; closing the wait connection");
         }
         drop(waiter);
-        release_unreported(self.client, self.key, self.owner).await;
+        release_unreported(self.core, self.key, self.owner).await;
     }
 }
 
@@ -124,18 +121,17 @@ impl Wait<'_> {
 /// release the one hold the server counts beyond the guards this client knows of. Sound for
 /// the fresh owner of one acquisition; for a shared owner handle, an acquisition of the same
 /// owner still in flight may be counted as unknown.
-pub(crate) async fn release_unreported(client: &Client, key: &str, owner: &str) {
-    let info = match client.info(key).await {
+pub(crate) async fn release_unreported(core: &Core, key: &str, owner: &str) {
+    let info = match core.info(key).await {
         Ok(Some(info)) if info.owner == owner => info,
         Ok(_) => return,
         Err(err) => return tracing::warn!(key, %err, "could not check the lock after a lost reply"),
     };
-    let known = client.inner.watchdog.local_holds(key, owner, info.token) as u64;
+    let known = core.local_holds(key, owner, info.token) as u64;
     if info.holds <= known {
         return;
     }
-    let release = commands::release(key, owner);
-    match client.inner.router.query::<u64>(key, &release).await {
+    match core.release(key, owner).await {
         Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
         Err(err) => {
             tracing::warn!(key, owner, %err, "could not release a hold granted without a reply")

@@ -1,0 +1,160 @@
+//! The cancellation-safe acquisition of a lock.
+//!
+//! Every acquisition runs in a task of its own that owns the connection and the outcome; the
+//! caller awaits a oneshot. If the caller goes away (its future dropped, a
+//! `tokio::time::timeout` elapsed), the task ends a pending `WAIT` by killing its connection
+//! (see `wait.rs`), and a grant that crossed the cancellation is released right there, so no
+//! hold leaks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::{sleep, Instant};
+
+use crate::commands;
+use crate::core::Core;
+use crate::error::{Error, Result};
+use crate::guard::Guard;
+use crate::options::LockOptions;
+use crate::pool::WaitConn;
+use crate::wait::{release_unreported, Wait};
+
+/// The pause before an unlimited wait that ended without the lock is made again.
+const REWAIT_PAUSE: Duration = Duration::from_millis(10);
+
+/// Acquires `key` as `owner`, waiting up to `limit` (`None`: without limit), in a task of
+/// its own: dropping this future leaks no hold.
+pub(crate) async fn acquire(
+    core: &Arc<Core>,
+    key: &str,
+    owner: String,
+    options: LockOptions,
+    limit: Option<Duration>,
+) -> Outcome {
+    let (reply, outcome) = oneshot::channel();
+    let task = Acquisition {
+        core: core.clone(),
+        key: key.to_owned(),
+        owner,
+        options,
+        reply,
+    };
+    core.spawn(task.run(limit));
+    outcome
+        .await
+        .map_err(|_| Error::internal("the acquiring task ended without an answer"))?
+}
+
+type Outcome = Result<Option<Guard>>;
+
+/// A grant: its token, a time no later than the server's, and the connection it came on
+/// when that was one of the client's wait connections.
+type Granted = (u64, Instant, Option<WaitConn>);
+
+/// One acquisition, run in its own task.
+struct Acquisition {
+    core: Arc<Core>,
+    key: String,
+    owner: String,
+    options: LockOptions,
+    reply: oneshot::Sender<Outcome>,
+}
+
+impl Acquisition {
+    async fn run(mut self, limit: Option<Duration>) {
+        let outcome = self.acquire(limit).await;
+        if let Err(Ok(Some(guard))) = self.reply.send(outcome) {
+            tracing::debug!(key = %guard.key(), owner = %guard.owner(), "acquire cancelled after the grant; releasing");
+            if let Err(err) = guard.release().await {
+                tracing::warn!(%err, "could not release the hold of a cancelled acquire");
+            }
+        }
+    }
+
+    async fn acquire(&mut self, limit: Option<Duration>) -> Outcome {
+        let Some((token, at, conn)) = self.attempt(limit).await? else {
+            return Ok(None);
+        };
+        let guard = Guard::new(&self.core, &self.key, &self.owner, token, self.options, at);
+        tracing::debug!(key = %self.key, owner = %self.owner, token, "lock acquired");
+        match (self.options.required_replicas(), conn) {
+            (Some((wanted, timeout)), Some(conn)) => {
+                crate::replicas::confirm(&self.core, guard, conn, wanted, timeout)
+                    .await
+                    .map(Some)
+            }
+            (_, conn) => {
+                if let Some(conn) = conn {
+                    self.core.give_back(conn);
+                }
+                Ok(Some(guard))
+            }
+        }
+    }
+
+    async fn attempt(&mut self, limit: Option<Duration>) -> Result<Option<Granted>> {
+        let deadline = limit.map(|limit| Instant::now() + limit);
+        if let Some(granted) = self.try_once().await? {
+            return Ok(Some(granted));
+        }
+        if deadline.is_some_and(|d| d <= Instant::now()) || self.reply.is_closed() {
+            return Ok(None);
+        }
+        tracing::debug!(key = %self.key, owner = %self.owner, "lock busy; waiting");
+        let waiting = Wait {
+            core: &self.core,
+            key: &self.key,
+            owner: &self.owner,
+            lease_ms: self.options.lease_ms(),
+            deadline,
+        };
+        loop {
+            match waiting.run(&mut self.reply).await? {
+                // The lease started when the server granted it, before its reply arrived.
+                Some((token, conn)) => return Ok(Some((token, Instant::now(), Some(conn)))),
+                // The server ends an unlimited wait only by a handoff; should one end
+                // anyway (an older module, a `CLIENT UNBLOCK` it honoured), wait again.
+                None if deadline.is_none() && !self.reply.is_closed() => {
+                    tracing::debug!(key = %self.key, "wait ended without the lock; waiting again");
+                    sleep(REWAIT_PAUSE).await;
+                }
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// One `LOCK.ACQUIRE` without `WAIT`: an uncontended lock costs no waiting. Waiters
+    /// cannot be overtaken: a lock with waiters is never free.
+    ///
+    /// It goes on the shared connection, unless replicas must confirm the grant: `WAIT`
+    /// blocks the connection it runs on, and must run on the one that wrote.
+    async fn try_once(&mut self) -> Result<Option<Granted>> {
+        let sent = Instant::now();
+        let cmd = commands::acquire(&self.key, &self.owner, self.options.lease_ms());
+        let (reply, own) = match self.options.required_replicas() {
+            Some(_) => {
+                let (reply, own) = self.core.query_own(&self.key, &cmd).await?;
+                (reply, Some(own))
+            }
+            None => (self.core.query(&self.key, &cmd).await, None),
+        };
+        match reply {
+            Ok(Some(token)) => Ok(Some((token, sent, own))),
+            Ok(None) => {
+                if let Some(conn) = own {
+                    self.core.give_back(conn);
+                }
+                Ok(None)
+            }
+            Err(err) => {
+                if err.is_timeout() {
+                    // The command may still be granted; a check on the same connection
+                    // runs after it.
+                    release_unreported(&self.core, &self.key, &self.owner).await;
+                }
+                Err(Error::from_command(err, &self.key, &self.owner))
+            }
+        }
+    }
+}

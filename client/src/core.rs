@@ -1,0 +1,185 @@
+//! What every handle of one client shares: its id and owner numbering, the router (the
+//! nodes, their shared connections, the slot map), the pool of wait connections, the
+//! watchdog and its registry of holdings, and the runtime that runs background work.
+//!
+//! Guards and acquisitions hold an `Arc<Core>`; the public `Client` is a handle on one. The
+//! methods here are the seams they need, so nothing above reaches into the parts.
+
+use std::convert::Infallible;
+use std::future::{pending, Future};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use redis::aio::ConnectionManager;
+use redis::{Cmd, FromRedisValue, RedisResult, Value};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+use crate::commands;
+use crate::error::{Error, LossReason, Result};
+use crate::info::LockInfo;
+use crate::pool::{WaitConn, WaitPool};
+use crate::registry::{Grant, Holding};
+use crate::router::{Router, Sent};
+use crate::watchdog::{Watchdog, WatchdogStats};
+
+/// The shared state of one client.
+pub(crate) struct Core {
+    id: String,
+    next_owner: AtomicU64,
+    router: Arc<Router>,
+    waits: WaitPool,
+    watchdog: Watchdog,
+    runtime: Handle,
+}
+
+impl Core {
+    /// Connects through `redis` (checking for the module, loading a cluster's slot map) and
+    /// starts the watchdog on the current tokio runtime.
+    pub(crate) async fn open(redis: redis::Client) -> Result<Core> {
+        let router = Arc::new(Router::new(redis));
+        check_module(&mut router.seed().shared().await?).await?;
+        router.discover().await?;
+        let runtime = Handle::current();
+        let core = Core {
+            id: uuid::Uuid::new_v4().to_string(),
+            next_owner: AtomicU64::new(1),
+            watchdog: Watchdog::start(router.clone(), &runtime),
+            waits: WaitPool::default(),
+            router,
+            runtime,
+        };
+        tracing::debug!(client = %core.id, "rlock client connected");
+        Ok(core)
+    }
+
+    /// The client's random id, the prefix of its owner ids.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A fresh owner id, `<client id>:<n>`.
+    pub(crate) fn next_owner_id(&self) -> String {
+        let n = self.next_owner.fetch_add(1, Ordering::Relaxed);
+        format!("{}:{n}", self.id)
+    }
+
+    /// Runs `work` on the client's runtime.
+    pub(crate) fn spawn<F>(&self, work: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime.spawn(work)
+    }
+
+    /// `cmd` on `key`, over the shared connection of the node that serves it.
+    pub(crate) async fn query<T: FromRedisValue>(&self, key: &str, cmd: &Cmd) -> RedisResult<T> {
+        self.router.query(key, cmd).await
+    }
+
+    /// `cmd` on `key`, over a wait connection of its own to the node that serves it; the
+    /// answer, and the connection that gave it (to give back with [`Core::give_back`]).
+    pub(crate) async fn query_own<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<(RedisResult<T>, WaitConn)> {
+        match self.send_own(key, || cmd, pending::<Infallible>()).await? {
+            Sent::Answered(answer, own) => Ok((answer, own)),
+            Sent::Interrupted(never, _) => match never {},
+        }
+    }
+
+    /// The command `make` builds, on `key`, over a wait connection of its own, unless
+    /// `interrupt` comes first (see [`Router::follow`]).
+    pub(crate) async fn send_own<T, C, I>(
+        &self,
+        key: &str,
+        make: impl FnMut() -> C,
+        interrupt: impl Future<Output = I>,
+    ) -> RedisResult<Sent<T, WaitConn, I>>
+    where
+        T: FromRedisValue,
+        C: std::borrow::Borrow<Cmd>,
+    {
+        self.router.follow(key, &self.waits, make, interrupt).await
+    }
+
+    /// Gives back a wait connection whose last command was answered (never a killed one).
+    pub(crate) fn give_back(&self, conn: WaitConn) {
+        self.waits.put(conn);
+    }
+
+    /// `LOCK.INFO name`: the lock's state, or `None` if it is free.
+    pub(crate) async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
+        let reply: Value = self.admin(name, &commands::info(name)).await?;
+        Ok(LockInfo::from_reply(reply)?)
+    }
+
+    /// `LOCK.FORCERELEASE name`: true if a lock was removed.
+    pub(crate) async fn force_release(&self, name: &str) -> Result<bool> {
+        let removed: i64 = self.admin(name, &commands::force_release(name)).await?;
+        Ok(removed == 1)
+    }
+
+    /// `LOCK.RELEASE key owner`: the holds that remain.
+    pub(crate) async fn release(&self, key: &str, owner: &str) -> RedisResult<u64> {
+        self.query(key, &commands::release(key, owner)).await
+    }
+
+    /// `cmd` on `name`, with an unknown command read as a missing module.
+    async fn admin<T: FromRedisValue>(&self, name: &str, cmd: &Cmd) -> Result<T> {
+        let reply = self.query(name, cmd).await;
+        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
+    }
+
+    /// Records a grant with the watchdog; the holding its guard shares.
+    pub(crate) fn register(&self, grant: &Grant<'_>) -> Arc<Holding> {
+        self.watchdog.register(grant)
+    }
+
+    /// Stops renewing one hold at once; true if a `LOCK.RELEASE` must follow.
+    pub(crate) fn unregister(&self, holding: &Holding, watchdog: bool) -> bool {
+        self.watchdog.unregister(holding, watchdog)
+    }
+
+    /// Waits until no renewal round is in flight.
+    pub(crate) async fn quiesce(&self) {
+        self.watchdog.quiesce().await;
+    }
+
+    /// Marks a holding lost, counting and reporting the loss if it is news.
+    pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
+        self.watchdog.mark_lost(holding, reason);
+    }
+
+    /// How many live guards of this client hold `(key, owner)` with `token`.
+    pub(crate) fn local_holds(&self, key: &str, owner: &str, token: u64) -> usize {
+        self.watchdog.local_holds(key, owner, token)
+    }
+
+    /// Counters of the watchdog's work.
+    pub(crate) fn watchdog_stats(&self) -> WatchdogStats {
+        self.watchdog.stats()
+    }
+}
+
+/// Asks the server whether it knows `LOCK.ACQUIRE`. A server that refuses `COMMAND INFO`
+/// (ACL) is given the benefit of the doubt: the first lock command will tell.
+async fn check_module(conn: &mut ConnectionManager) -> Result<()> {
+    let reply: RedisResult<Vec<Value>> = commands::module_probe().query_async(conn).await;
+    match reply {
+        Ok(found) if matches!(found.first(), None | Some(Value::Nil)) => {
+            Err(Error::ModuleMissing {
+                detail: "COMMAND INFO does not know LOCK.ACQUIRE".into(),
+            })
+        }
+        Ok(_) => Ok(()),
+        Err(err) if err.is_io_error() => Err(err.into()),
+        Err(err) => {
+            tracing::debug!(%err, "COMMAND INFO refused; not checking for the module");
+            Ok(())
+        }
+    }
+}
