@@ -119,16 +119,22 @@
 //!
 //! # Layout
 //!
-//! - `client.rs` — [`Client`] and [`Owner`]: owner ids, `LOCK.INFO`, opening.
-//! - `router.rs`, `slots.rs` — the shared connection of each server, and which node serves
-//!   a key: the slot map, `MOVED` and `ASK`.
-//! - `lock.rs`, `wait.rs` — [`Lock`], the cancellation-safe acquisition task, and waiting on
-//!   a connection of its own.
-//! - `replicas.rs` — confirming a grant on replicas ([`LockOptions::min_replicas`]).
-//! - `guard.rs` — [`Guard`]: token, loss signal, release and drop.
-//! - `watchdog.rs`, `rounds.rs`, `registry.rs` — the renewal task, its round trips, and its
-//!   bookkeeping.
-//! - `options.rs`, `error.rs`, `info.rs`, `pool.rs` (wait connections), [`blocking`].
+//! The modules form layers, listed top to bottom: each uses only modules of the layers below
+//! its own, and within a layer only those after it (`tests/layering.rs` checks it).
+//!
+//! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
+//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task), `wait.rs`
+//!   (waiting on a connection of its own, and abandoning a wait), `replicas.rs` (confirming
+//!   a grant, [`LockOptions::min_replicas`]), `guard.rs` ([`Guard`]: token, loss signal,
+//!   release and drop).
+//! - Core: `core.rs`, what all handles of one client share: its id and owner ids, the
+//!   router, the wait connections, the watchdog, the runtime.
+//! - Watchdog: `watchdog.rs` (the renewal task), `rounds.rs` (its round trips).
+//! - Transport: `router.rs` (which node serves a key, and the one loop that follows `MOVED`
+//!   and `ASK` for every command), `pool.rs` (wait connections), `node.rs` (one server and
+//!   its shared connection).
+//! - Pure pieces: `commands.rs` (every command the client sends), `registry.rs` (the
+//!   holdings: leases, renewals, losses), `slots.rs`, `info.rs`, `options.rs`, `error.rs`.
 
 #![warn(missing_docs)]
 
