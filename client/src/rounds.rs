@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use redis::RedisResult;
 use tokio::task::JoinSet;
+use tokio::time::error::Elapsed;
 use tokio::time::timeout;
 
 use crate::commands;
@@ -29,6 +30,9 @@ pub(crate) struct Answers {
     /// Whether a pipeline (or a re-sent renewal) failed or timed out.
     pub(crate) failed: bool,
 }
+
+/// The replies of one pipeline of renewals.
+type Piped = Vec<RedisResult<i64>>;
 
 /// Sends `due` as one pipeline per node, all at once, each given `period` to answer; then
 /// sends the redirected ones again, each on its own.
@@ -49,32 +53,43 @@ pub(crate) async fn send(router: &Arc<Router>, due: &[Renewal], period: Duration
         pipelines.spawn(async move {
             let replies = timeout(period, async {
                 let mut conn = node.shared().await?;
-                pipe.query_async::<Vec<RedisResult<i64>>>(&mut conn).await
+                pipe.query_async::<Piped>(&mut conn).await
             });
             (replies.await, node, indices)
         });
     }
     while let Some(joined) = pipelines.join_next().await {
-        let Ok((replies, node, indices)) = joined else {
-            answers.failed = true;
-            continue;
-        };
+        match joined {
+            Ok((replies, node, indices)) => answers.record(replies, &node, indices),
+            Err(_) => answers.failed = true,
+        }
+    }
+    resend_redirected(router, due, period, &mut answers).await;
+    answers
+}
+
+impl Answers {
+    /// Records the replies of one node's pipeline to the renewals at `indices`, or its failure.
+    fn record(
+        &mut self,
+        replies: Result<RedisResult<Piped>, Elapsed>,
+        node: &Node,
+        indices: Vec<usize>,
+    ) {
         let why = match replies {
             Ok(Ok(replies)) => {
                 for (i, reply) in indices.into_iter().zip(replies) {
-                    answers.replies[i] = Some(reply);
+                    self.replies[i] = Some(reply);
                 }
-                continue;
+                return;
             }
             Ok(Err(err)) => err.to_string(),
             Err(_) => "no answer within the renewal period".to_owned(),
         };
-        answers.failed = true;
+        self.failed = true;
         let locks = indices.len();
         tracing::warn!(node = %node.addr, locks, why, "lock renewal round failed; retrying");
     }
-    resend_redirected(router, due, period, &mut answers).await;
-    answers
 }
 
 /// The indices of `due`, grouped by the node that serves each key.

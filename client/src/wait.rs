@@ -58,19 +58,7 @@ impl Wait<'_> {
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Option<(u64, WaitConn)>> {
         let overdue = self.deadline.map(|d| d + REPLY_GRACE);
-        let late = async {
-            match overdue {
-                Some(at) => sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        let interrupt = async {
-            tokio::select! {
-                biased;
-                () = caller.closed() => Stop::Cancelled,
-                () = late => Stop::Overdue,
-            }
-        };
+        let interrupt = interruption(caller, overdue);
         let sent = self.core.send_own(self.key, || self.command(), interrupt);
         match sent.await? {
             Sent::Answered(Ok(Some(token)), waiter) => Ok(Some((token, waiter))),
@@ -114,6 +102,21 @@ impl Wait<'_> {
         }
         drop(waiter);
         release_unreported(self.core, self.key, self.owner).await;
+    }
+}
+
+/// What ends a wait before its reply: the caller going away, or no reply by `overdue`.
+async fn interruption<T>(caller: &mut oneshot::Sender<T>, overdue: Option<Instant>) -> Stop {
+    let late = async {
+        match overdue {
+            Some(at) => sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = caller.closed() => Stop::Cancelled,
+        () = late => Stop::Overdue,
     }
 }
 
