@@ -67,18 +67,18 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
     found
 }
 
+const CRATE: [char; 5] = ['c', 'r', 'a', 't', 'e'];
+
 /// The names that follow `crate::` in `text`, comments and literals left out.
 fn used_modules(text: &str) -> BTreeSet<String> {
     let code: Vec<char> = strip(text).chars().collect();
     let mut used = BTreeSet::new();
-    let mut i = 0;
-    while let Some(at) = find(&code, i, "crate") {
-        i = at + "crate".len();
+    for at in 0..code.len() {
         let before = at.checked_sub(1).map(|b| code[b]);
-        if before.is_some_and(|c| is_ident(c) || c == '$') {
+        if !code[at..].starts_with(&CRATE) || before.is_some_and(|c| is_ident(c) || c == '$') {
             continue;
         }
-        let j = skip_space(&code, i);
+        let j = skip_space(&code, at + CRATE.len());
         if code.get(j..j + 2) != Some(&[':', ':'][..]) {
             continue;
         }
@@ -127,11 +127,6 @@ fn skip_space(code: &[char], mut i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-fn find(code: &[char], from: usize, word: &str) -> Option<usize> {
-    let word: Vec<char> = word.chars().collect();
-    (from..code.len()).find(|&i| code[i..].starts_with(&word))
 }
 
 /// `text` with comments, string literals and char literals blanked out.
