@@ -21,6 +21,7 @@ use crate::info::LockInfo;
 use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
 use crate::router::{Router, Sent};
+use crate::sentinel::Sentinels;
 use crate::watchdog::{Watchdog, WatchdogStats};
 
 /// The shared state of one client.
@@ -35,9 +36,10 @@ pub(crate) struct Core {
 
 impl Core {
     /// Connects through `redis` (checking for the module, loading a cluster's slot map) and
-    /// starts the watchdog on the current tokio runtime.
-    pub(crate) async fn open(redis: redis::Client) -> Result<Core> {
-        let router = Arc::new(Router::new(redis));
+    /// starts the watchdog on the current tokio runtime. With `sentinels`, `redis` is the
+    /// master they named, and the client follows the master they name after a failover.
+    pub(crate) async fn open(redis: redis::Client, sentinels: Option<Sentinels>) -> Result<Core> {
+        let router = Arc::new(Router::new(redis, sentinels));
         check_module(&mut router.seed().shared().await?).await?;
         router.discover().await?;
         let runtime = Handle::current();

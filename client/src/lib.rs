@@ -154,7 +154,9 @@ mod registry;
 mod replicas;
 mod rounds;
 mod router;
+mod sentinel;
 mod slots;
+mod topology;
 mod wait;
 mod watchdog;
 

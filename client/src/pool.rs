@@ -79,6 +79,11 @@ impl Carrier for WaitPool {
     fn recycle(&self, conn: WaitConn) {
         self.put(conn);
     }
+
+    fn forget(&self, node: &Node) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.remove(&node.addr);
+    }
 }
 
 impl WaitConn {

@@ -22,7 +22,10 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["options", "slots", "info", "registry", "commands"],
         ],
     ),
-    ("transport", &[&["node"], &["router", "pool"]]),
+    (
+        "transport",
+        &[&["node", "sentinel"], &["topology"], &["router", "pool"]],
+    ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
     ("core", &[&["core"]]),
     (
