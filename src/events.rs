@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use redis_module::raw;
 
 use crate::error::LockError;
-use crate::store::api;
-use crate::{config, expiry, guard, persist, token, waiters, TOKENS};
+use crate::ffi::api;
+use crate::token::{self, TOKENS};
+use crate::{config, expiry, guard, persist, store, waiters};
 
 /// Keyspace events (generic, expired, evicted): any event on a lock with waiters makes the
 /// module check it at once. Redis calls this for every such event on any key, the module's
@@ -20,7 +21,7 @@ unsafe extern "C" fn on_key_event(
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    if waiters::self_notifying() || !waiters::any() {
+    if store::self_notifying() || !waiters::any() {
         return 0;
     }
     guard::callback("keyspace event", || {
