@@ -1,0 +1,97 @@
+//! Redis Sentinel: a client opened on a Sentinel URL talks to the master the sentinels name,
+//! and moves to the new one after a failover. One master, two replicas
+//! and three real `redis-sentinel` processes (the failover under contention is in
+//! `failover.rs`).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use rlock_client::{Client, Error};
+use support::sentinel::Deployment;
+use tokio::task::block_in_place;
+
+const SOON: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_url_opens_on_the_master() {
+    support::trace();
+    let deployment = block_in_place(|| Deployment::start(&[]));
+    let master = deployment.master().expect("a master");
+    let client = Client::open(deployment.url()).await.expect("open");
+    let guard = client.lock("lock:s").acquire().await.expect("acquired");
+    let info = deployment.servers[master]
+        .info("lock:s")
+        .expect("on the master");
+    assert_eq!(info.owner, guard.owner());
+    assert_eq!(guard.release().await.unwrap(), 0);
+
+    // A master name the sentinels do not know.
+    let unknown = deployment.url().replace("/rlockmaster", "/nosuchmaster");
+    let err = Client::open(unknown).await.unwrap_err();
+    let Error::Redis(err) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(err.kind(), redis::ErrorKind::MasterNameNotFoundBySentinel);
+    assert!(
+        err.to_string().contains("knows no master of that name"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_failover_the_next_commands_go_to_the_new_master() {
+    support::trace();
+    let deployment = block_in_place(|| Deployment::start(&[]));
+    let old = deployment.master().expect("a master");
+    let old_port = deployment.servers[old].port();
+    let client = Client::open(deployment.url()).await.expect("open");
+    assert!(!client.force_release("lock:x").await.expect("on the master"));
+
+    // A failover the sentinels are asked for: the old master stays up, as a replica.
+    let sentinel = &deployment.sentinels[0];
+    let _: String = redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg(support::sentinel::MASTER_NAME)
+        .query(&mut sentinel_conn(sentinel.port()))
+        .expect("SENTINEL FAILOVER");
+    let new = block_in_place(|| deployment.await_new_master(old_port, SOON));
+    let new = new.unwrap_or_else(|| panic!("no new master\n{}", deployment.logs()));
+    let started = Instant::now();
+    while deployment.role(old).as_deref() != Some("slave") {
+        assert!(started.elapsed() < SOON, "the old master was not demoted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The client still points at the old master. When the sentinels demoted it they closed
+    // its clients' connections, so the first command may fail with an I/O error (it may
+    // have run, so it is not sent again); if the connection was opened again meanwhile, the
+    // old master answers READONLY instead, and the command is sent to the new master. Either
+    // way the client asks the sentinels, and the next commands go to the new master.
+    let before = deployment.servers[new].calls("lock.forcerelease");
+    let first = client.force_release("lock:x").await;
+    match &first {
+        Ok(removed) => assert!(!removed),
+        Err(Error::Redis(err)) => assert!(err.is_io_error(), "{err:?}"),
+        Err(err) => panic!("{err:?}"),
+    }
+    assert!(!client
+        .force_release("lock:x")
+        .await
+        .expect("on the new master"));
+    let ran = if first.is_ok() { 2 } else { 1 };
+    assert_eq!(
+        deployment.servers[new].calls("lock.forcerelease"),
+        before + ran
+    );
+    let guard = client.lock("lock:x").try_acquire(Duration::ZERO).await;
+    let on_new = deployment.servers[new].calls("lock.acquire");
+    assert!(on_new >= 1, "no acquire reached the new master: {guard:?}");
+}
+
+fn sentinel_conn(port: u16) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .expect("url")
+        .get_connection()
+        .expect("connect to a sentinel")
+}
