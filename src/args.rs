@@ -46,15 +46,17 @@ pub fn strict_i64(raw: &[u8]) -> Option<i64> {
     }
 }
 
-/// The options `LEASE ms` and `WAIT ms`, as given.
+/// The options `LEASE ms`, `WAIT ms` and `TOKEN t`, as given.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     pub lease: Option<i64>,
     pub wait: Option<i64>,
+    /// The token the caller's holding must have for the command to act on it.
+    pub token: Option<i64>,
 }
 
-/// Parses `[LEASE ms] [WAIT ms]` in any order, accepting only the options in `allowed`.
-/// `now_ms` bounds the values: now + value must not overflow.
+/// Parses `[LEASE ms] [WAIT ms] [TOKEN t]` in any order, accepting only the options in
+/// `allowed`. `now_ms` bounds the durations: now + value must not overflow.
 pub fn options(rest: &[&[u8]], allowed: &[Opt], now_ms: i64) -> Result<Options, LockError> {
     let mut parsed = Options::default();
     let mut i = 0;
@@ -70,6 +72,7 @@ pub fn options(rest: &[&[u8]], allowed: &[Opt], now_ms: i64) -> Result<Options, 
         let slot = match opt {
             Opt::Lease => &mut parsed.lease,
             Opt::Wait => &mut parsed.wait,
+            Opt::Token => &mut parsed.token,
         };
         if slot.replace(value).is_some() {
             return Err(LockError::Duplicate(opt));
@@ -84,16 +87,19 @@ fn option_name(raw: &[u8]) -> Option<Opt> {
         Some(Opt::Lease)
     } else if raw.eq_ignore_ascii_case(b"WAIT") {
         Some(Opt::Wait)
+    } else if raw.eq_ignore_ascii_case(b"TOKEN") {
+        Some(Opt::Token)
     } else {
         None
     }
 }
 
 fn expected_text(allowed: &[Opt]) -> &'static str {
-    if allowed.contains(&Opt::Wait) {
-        "LEASE or WAIT"
-    } else {
-        "LEASE"
+    match allowed {
+        [Opt::Lease, Opt::Wait] => "LEASE or WAIT",
+        [Opt::Lease, Opt::Token] => "LEASE or TOKEN",
+        [Opt::Token] => "TOKEN",
+        _ => "LEASE",
     }
 }
 
@@ -102,6 +108,8 @@ fn option_value(opt: Opt, raw: &[u8], now_ms: i64) -> Result<i64, LockError> {
     match opt {
         Opt::Lease if value <= 0 => return Err(LockError::LeaseNotPositive),
         Opt::Wait if value < 0 => return Err(LockError::WaitNegative),
+        Opt::Token if value < 0 => return Err(LockError::TokenNegative),
+        Opt::Token => return Ok(value),
         _ => {}
     }
     now_ms.checked_add(value).ok_or(LockError::TooLarge(opt))?;
@@ -166,7 +174,8 @@ mod tests {
             o,
             Options {
                 lease: Some(100),
-                wait: Some(5)
+                wait: Some(5),
+                token: None,
             }
         );
         assert_eq!(options(&[], BOTH, NOW).unwrap(), Options::default());
@@ -196,8 +205,20 @@ mod tests {
     }
 
     #[test]
-    fn renew_accepts_only_lease() {
-        let e = options(&[b"WAIT", b"1"], &[Opt::Lease], NOW).unwrap_err();
-        assert_eq!(e.to_string(), "ERR unknown option 'WAIT', expected LEASE");
+    fn renew_accepts_lease_and_token_only() {
+        let e = options(&[b"WAIT", b"1"], &[Opt::Lease, Opt::Token], NOW).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ERR unknown option 'WAIT', expected LEASE or TOKEN"
+        );
+    }
+
+    #[test]
+    fn token_is_any_non_negative_integer() {
+        let token = |v: &[u8]| options(&[b"token", v], &[Opt::Token], NOW).map(|o| o.token);
+        assert_eq!(token(b"0"), Ok(Some(0)));
+        assert_eq!(token(b"9223372036854775807"), Ok(Some(i64::MAX)));
+        assert_eq!(token(b"-1"), Err(LockError::TokenNegative));
+        assert_eq!(token(b"x"), Err(LockError::NotAnInteger(Opt::Token)));
     }
 }

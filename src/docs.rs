@@ -50,6 +50,14 @@ const WAIT: Arg = Arg {
     summary: c"Block up to this many milliseconds for the lock (0: no limit).",
 };
 
+const FENCE: Arg = Arg {
+    name: c"token",
+    kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+    token: Some(c"TOKEN"),
+    optional: true,
+    summary: c"Act only on the holding with this fencing token.",
+};
+
 const HOLDS: Arg = Arg {
     name: c"holds",
     kind: raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
@@ -89,14 +97,14 @@ const DOCS: [Doc; 6] = [
     Doc {
         command: c"lock.release",
         summary: c"Releases one hold of a lock; at zero hands it to the next waiter or frees it. Returns the holds remaining.",
-        arity: 3,
-        args: &[KEY, OWNER],
+        arity: -3,
+        args: &[KEY, OWNER, FENCE],
     },
     Doc {
         command: c"lock.renew",
         summary: c"Resets the lease of a lock held by owner. Returns 1, or 0 if owner does not hold it.",
         arity: -3,
-        args: &[KEY, OWNER, LEASE],
+        args: &[KEY, OWNER, LEASE, FENCE],
     },
     Doc {
         command: c"lock.info",

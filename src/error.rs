@@ -12,6 +12,7 @@ use std::fmt;
 pub enum Opt {
     Lease,
     Wait,
+    Token,
 }
 
 impl fmt::Display for Opt {
@@ -19,6 +20,7 @@ impl fmt::Display for Opt {
         f.write_str(match self {
             Opt::Lease => "LEASE",
             Opt::Wait => "WAIT",
+            Opt::Token => "TOKEN",
         })
     }
 }
@@ -44,6 +46,8 @@ pub enum LockError {
     LeaseNotPositive,
     /// `WAIT` is negative.
     WaitNegative,
+    /// `TOKEN` is negative.
+    TokenNegative,
     /// now + value does not fit in a 64-bit millisecond timestamp.
     TooLarge(Opt),
     /// The same option appears twice.
@@ -77,12 +81,14 @@ impl fmt::Display for LockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LockError::WrongArity => f.write_str("ERR wrong number of arguments"),
+            LockError::MissingValue(Opt::Token) => f.write_str("ERR TOKEN needs a value"),
             LockError::MissingValue(opt) => write!(f, "ERR {opt} needs a value in milliseconds"),
             LockError::NotAnInteger(opt) => {
                 write!(f, "ERR {opt} is not an integer or out of range")
             }
             LockError::LeaseNotPositive => f.write_str("ERR LEASE must be a positive integer"),
             LockError::WaitNegative => f.write_str("ERR WAIT must not be negative"),
+            LockError::TokenNegative => f.write_str("ERR TOKEN must not be negative"),
             LockError::TooLarge(opt) => write!(f, "ERR {opt} is too large"),
             LockError::Duplicate(opt) => write!(f, "ERR {opt} is given more than once"),
             LockError::UnknownOption { given, expected } => write!(
@@ -175,6 +181,22 @@ mod tests {
         assert_eq!(
             text(LockError::Duplicate(Opt::Lease)),
             "ERR LEASE is given more than once"
+        );
+    }
+
+    #[test]
+    fn token_errors_name_the_argument() {
+        assert_eq!(
+            text(LockError::MissingValue(Opt::Token)),
+            "ERR TOKEN needs a value"
+        );
+        assert_eq!(
+            text(LockError::NotAnInteger(Opt::Token)),
+            "ERR TOKEN is not an integer or out of range"
+        );
+        assert_eq!(
+            text(LockError::TokenNegative),
+            "ERR TOKEN must not be negative"
         );
     }
 

@@ -514,11 +514,11 @@ fn unknown_options_and_missing_values_are_refused() {
         ),
         (
             &["LOCK.RENEW", "k", "a", "WAIT", "100"],
-            "ERR unknown option 'WAIT', expected LEASE".to_owned(),
+            "ERR unknown option 'WAIT', expected LEASE or TOKEN".to_owned(),
         ),
         (
             &["LOCK.RENEW", "k", "a", "NX"],
-            "ERR unknown option 'NX', expected LEASE".to_owned(),
+            "ERR unknown option 'NX', expected LEASE or TOKEN".to_owned(),
         ),
         (
             &["LOCK.ACQUIRE", "k", "a", "LEASE"],

@@ -1,28 +1,43 @@
-/* LOCK.RELEASE key owner */
+/* LOCK.RELEASE key owner [TOKEN t] */
 
 use redis_module::raw;
 
 use crate::args;
-use crate::error::LockError;
+use crate::error::{LockError, Opt};
 use crate::info;
 use crate::lock::{self, ReleaseStep};
 use crate::store::LockKey;
 
 use super::{Args, Replicate, Reply};
 
-/// Parses `argv` (command name first) into the owner.
-pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<&'a [u8], LockError> {
-    let [_, _key, owner] = argv else {
-        return Err(LockError::WrongArity);
+#[derive(Debug, PartialEq, Eq)]
+pub struct ReleaseArgs<'a> {
+    pub owner: &'a [u8],
+    /// Release only the holding with this token.
+    pub token: Option<i64>,
+}
+
+/// Parses `argv` (command name first): `key owner`, or `key owner TOKEN t`.
+pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, LockError> {
+    let (owner, rest) = match argv {
+        [_, _key, owner] => (owner, &[][..]),
+        [_, _key, owner, _, _] => (owner, &argv[3..]),
+        _ => return Err(LockError::WrongArity),
     };
-    args::owner(owner)
+    Ok(ReleaseArgs {
+        owner: args::owner(owner)?,
+        token: args::options(rest, &[Opt::Token], 0)?.token,
+    })
 }
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
-    let owner = parse(args.bytes())?;
+    let ReleaseArgs { owner, token } = parse(args.bytes())?;
     let key = LockKey::open(ctx, args.key()?, true)?;
     let name = args.name(2)?;
-    match lock::release(key.read_as(&name)?.as_ref(), owner) {
+    let current = key
+        .read_as(&name)?
+        .filter(|holding| token.is_none_or(|t| holding.token == t));
+    match lock::release(current.as_ref(), owner) {
         ReleaseStep::Remaining(count) => {
             key.write_count(&name, count)?;
             info::RELEASED.bump();
@@ -50,12 +65,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exactly_key_and_owner() {
-        assert_eq!(parse(&[b"LOCK.RELEASE", b"k", b"o"]), Ok(&b"o"[..]));
+    fn key_and_owner_then_an_optional_token() {
+        let plain = parse(&[b"LOCK.RELEASE", b"k", b"o"]).unwrap();
+        assert_eq!((plain.owner, plain.token), (&b"o"[..], None));
+        let fenced = parse(&[b"LOCK.RELEASE", b"k", b"o", b"TOKEN", b"7"]).unwrap();
+        assert_eq!(fenced.token, Some(7));
         assert_eq!(parse(&[b"LOCK.RELEASE", b"k"]), Err(LockError::WrongArity));
         assert_eq!(
             parse(&[b"LOCK.RELEASE", b"k", b"o", b"x"]),
             Err(LockError::WrongArity)
         );
+        assert!(matches!(
+            parse(&[b"LOCK.RELEASE", b"k", b"o", b"LEASE", b"7"]),
+            Err(LockError::UnknownOption { .. })
+        ));
     }
 }

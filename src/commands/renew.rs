@@ -1,4 +1,4 @@
-/* LOCK.RENEW key owner [LEASE ms] */
+/* LOCK.RENEW key owner [LEASE ms] [TOKEN t] */
 
 use redis_module::raw;
 
@@ -13,6 +13,8 @@ use super::{Args, Reply};
 pub struct RenewArgs<'a> {
     pub owner: &'a [u8],
     pub lease: Option<i64>,
+    /// Renew only the holding with this token.
+    pub token: Option<i64>,
 }
 
 /// Parses `argv` (command name first); `now_ms` bounds LEASE.
@@ -20,9 +22,12 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<RenewArgs<'a>, LockEr
     let [_, _key, owner, rest @ ..] = argv else {
         return Err(LockError::WrongArity);
     };
+    let owner = args::owner(owner)?;
+    let options = args::options(rest, &[Opt::Lease, Opt::Token], now_ms)?;
     Ok(RenewArgs {
-        owner: args::owner(owner)?,
-        lease: args::options(rest, &[Opt::Lease], now_ms)?.lease,
+        owner,
+        lease: options.lease,
+        token: options.token,
     })
 }
 
@@ -32,7 +37,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let key = LockKey::open(ctx, args.key()?, true)?;
     let owner = args.name(2)?;
     match key.read_as(&owner)? {
-        Some(holding) if holding.is_held_by(parsed.owner) => {
+        Some(holding)
+            if holding.is_held_by(parsed.owner)
+                && parsed.token.is_none_or(|t| holding.token == t) =>
+        {
             let lease = parsed.lease.unwrap_or_else(config::default_lease);
             key.set_deadline(now.saturating_add(lease))?;
             info::RENEWED.bump();
@@ -52,6 +60,18 @@ mod tests {
         assert_eq!(r.lease, None);
         let r = parse(&[b"LOCK.RENEW", b"k", b"o", b"lease", b"5"], 0).unwrap();
         assert_eq!(r.lease, Some(5));
+    }
+
+    #[test]
+    fn token_may_come_with_or_without_lease() {
+        let r = parse(
+            &[b"LOCK.RENEW", b"k", b"o", b"TOKEN", b"9", b"LEASE", b"5"],
+            0,
+        )
+        .unwrap();
+        assert_eq!((r.lease, r.token), (Some(5), Some(9)));
+        let r = parse(&[b"LOCK.RENEW", b"k", b"o", b"token", b"0"], 0).unwrap();
+        assert_eq!((r.lease, r.token), (None, Some(0)));
     }
 
     #[test]
