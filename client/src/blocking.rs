@@ -27,6 +27,7 @@ use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 
 use crate::client::{Client, Owner};
+use crate::config::ClientOptions;
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
 use crate::info::LockInfo;
@@ -85,15 +86,25 @@ impl BlockingClient {
     /// Connects to the server at `url` (or the master a Sentinel URL names); see
     /// [`Client::open`].
     pub fn open(url: impl AsRef<str>) -> Result<BlockingClient> {
+        BlockingClient::open_with(url, ClientOptions::new())
+    }
+
+    /// Connects to the server at `url` with `options`; see [`Client::open_with`].
+    pub fn open_with(url: impl AsRef<str>, options: ClientOptions) -> Result<BlockingClient> {
         let rt = runtime()?;
-        let client = rt.block_on(Client::open(url))?;
+        let client = rt.block_on(Client::open_with(url, options))?;
         Ok(BlockingClient::with(client, rt))
     }
 
     /// Builds a blocking client over an existing [`redis::Client`].
     pub fn from_redis(redis: redis::Client) -> Result<BlockingClient> {
+        BlockingClient::from_redis_with(redis, ClientOptions::new())
+    }
+
+    /// Builds a blocking client over an existing [`redis::Client`], with `options`.
+    pub fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<BlockingClient> {
         let rt = runtime()?;
-        let client = rt.block_on(Client::from_redis(redis))?;
+        let client = rt.block_on(Client::from_redis_with(redis, options))?;
         Ok(BlockingClient::with(client, rt))
     }
 
@@ -135,6 +146,11 @@ impl BlockingClient {
     /// Removes lock `name` whoever holds it; see [`Client::force_release`].
     pub fn force_release(&self, name: &str) -> Result<bool> {
         self.rt.block_on(self.client.force_release(name))
+    }
+
+    /// Releases every lock of this client's guards; see [`Client::close`].
+    pub fn close(&self) -> Result<()> {
+        self.rt.block_on(self.client.close())
     }
 
     /// The async client underneath (its futures must run on a runtime of your own).

@@ -5,6 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::config::ClientOptions;
 use crate::core::Core;
 use crate::error::Result;
 use crate::info::LockInfo;
@@ -50,6 +51,11 @@ impl Client {
     ///
     /// [`Error::ModuleMissing`]: crate::Error::ModuleMissing
     pub async fn open(url: impl AsRef<str>) -> Result<Client> {
+        Client::open_with(url, ClientOptions::new()).await
+    }
+
+    /// Connects as [`open`](Client::open) does, with `options` (timeouts, retries, margin).
+    pub async fn open_with(url: impl AsRef<str>, options: ClientOptions) -> Result<Client> {
         let url = url.as_ref();
         let (redis, sentinels) = match Sentinels::parse(url)? {
             Some(sentinels) => {
@@ -58,20 +64,41 @@ impl Client {
             }
             None => (redis::Client::open(url)?, None),
         };
-        Client::start(redis, sentinels).await
+        Client::start(redis, sentinels, options).await
     }
 
     /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials;
     /// in a cluster, every node is reached with the same TLS settings and credentials).
     pub async fn from_redis(redis: redis::Client) -> Result<Client> {
-        Client::start(redis, None).await
+        Client::from_redis_with(redis, ClientOptions::new()).await
     }
 
-    async fn start(redis: redis::Client, sentinels: Option<Sentinels>) -> Result<Client> {
-        let core = Core::open(redis, sentinels).await?;
+    /// Builds a client over an existing [`redis::Client`], with `options`.
+    pub async fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<Client> {
+        Client::start(redis, None, options).await
+    }
+
+    async fn start(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        let core = Core::open(redis, sentinels, options).await?;
         Ok(Client {
             core: Arc::new(core),
         })
+    }
+
+    /// Releases every lock this client's guards hold (all their holds), and refuses new
+    /// acquisitions ([`Error::Closed`](crate::Error::Closed)). Guards report
+    /// [`LossReason::Closed`](crate::LossReason::Closed) from then on, and dropping them
+    /// sends nothing. Returns the first error, after trying every lock.
+    ///
+    /// Call it before the runtime ends (before `main` returns under `#[tokio::main]`): a
+    /// guard dropped while the runtime shuts down cannot be released, and its lock is only
+    /// freed when its lease runs out.
+    pub async fn close(&self) -> Result<()> {
+        self.core.close().await
     }
 
     /// This client's random id, the prefix of its owner ids.

@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redis::aio::MultiplexedConnection;
+use redis::io::tcp::socket2::TcpKeepalive;
 use redis::{AsyncConnectionConfig, RedisResult};
 
 use crate::commands;
+use crate::error::timed_out;
 use crate::node::{Carrier, Node};
 
 /// How many idle wait connections a client keeps for reuse, per node.
@@ -41,17 +43,35 @@ impl WaitPool {
             return Ok(conn);
         }
         // No response timeout: the reply to a WAIT comes when the server grants or gives up.
-        let config = AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut conn = node
-            .redis
+        // The wait watches its deadline and its server's liveness itself (`wait.rs`); TCP
+        // keepalive notices a peer host that is gone.
+        let o = node.options;
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(o.connect_timeout_duration()));
+        let every = o.keepalive_interval();
+        let info = node.redis.get_connection_info().clone();
+        let tcp = info.tcp_settings().clone().set_nodelay(true);
+        let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
+        let redis = redis::Client::open(info.set_tcp_settings(tcp))?;
+        let mut conn = redis
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        let id = commands::client_id().query_async(&mut conn).await?;
+        let ask = commands::client_id();
+        let id = tokio::time::timeout(o.response_timeout_duration(), ask.query_async(&mut conn))
+            .await
+            .map_err(|_| timed_out("no reply to CLIENT ID in time"))??;
         Ok(WaitConn {
             conn,
             id,
             node: node.clone(),
         })
+    }
+
+    /// Drops the idle connections to `node`: one of them broke, the others are suspect.
+    pub(crate) fn forget(&self, node: &Node) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.remove(&node.addr);
     }
 
     /// Gives back a connection whose last command was answered (never a killed one).
@@ -81,8 +101,7 @@ impl Carrier for WaitPool {
     }
 
     fn forget(&self, node: &Node) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        idle.remove(&node.addr);
+        WaitPool::forget(self, node);
     }
 }
 

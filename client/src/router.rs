@@ -39,6 +39,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisError, RedisResult};
 
 use crate::commands;
+use crate::config::ClientOptions;
 use crate::error::Error;
 use crate::node::{Carrier, Node, Shared};
 use crate::sentinel::Sentinels;
@@ -59,11 +60,15 @@ pub(crate) enum Sent<T, C, I> {
 }
 
 impl Router {
-    /// A router whose seed is `redis` (the master `sentinels` named, if given); connects to
-    /// nothing yet.
-    pub(crate) fn new(redis: redis::Client, sentinels: Option<Sentinels>) -> Router {
+    /// A router whose seed is `redis` (the master `sentinels` named, if given), reaching
+    /// every node with `options`; connects to nothing yet.
+    pub(crate) fn new(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        options: ClientOptions,
+    ) -> Router {
         Router {
-            topology: Topology::new(redis, sentinels),
+            topology: Topology::new(redis, sentinels, options),
         }
     }
 
@@ -80,6 +85,12 @@ impl Router {
     /// The node that serves `key`, as far as the client knows.
     pub(crate) fn node_for(&self, key: &str) -> Arc<Node> {
         self.topology.node_for(key)
+    }
+
+    /// Asks again where things are (after an answer that names no node: `READONLY`,
+    /// `TRYAGAIN`): the sentinels for the master, or the cluster for its slot map.
+    pub(crate) async fn refresh(&self) {
+        self.topology.refresh(&self.seed()).await;
     }
 
     /// Tells the router that `err` came from `node`; true if it may mean that the

@@ -15,6 +15,7 @@ use redis::{ConnectionAddr, ConnectionInfo, RedisError, RedisResult, Value};
 use tokio::time::{timeout, Instant};
 
 use crate::commands;
+use crate::config::ClientOptions;
 use crate::node::Node;
 use crate::sentinel::{Sentinels, ASK_WITHIN};
 use crate::slots::{self, SlotMap};
@@ -36,10 +37,15 @@ pub(crate) struct Topology {
 }
 
 impl Topology {
-    /// The seed is `redis` (the master `sentinels` named, if given); connects to nothing yet.
-    pub(crate) fn new(redis: redis::Client, sentinels: Option<Sentinels>) -> Topology {
+    /// The seed is `redis` (the master `sentinels` named, if given); every node is reached
+    /// with `options`. Connects to nothing yet.
+    pub(crate) fn new(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        options: ClientOptions,
+    ) -> Topology {
         let template = redis.get_connection_info().clone();
-        let seed = Node::seed(redis);
+        let seed = Node::seed(redis, options);
         let nodes = HashMap::from([(seed.addr.clone(), seed.clone())]);
         Topology {
             seed: RwLock::new(seed),
@@ -111,11 +117,18 @@ impl Topology {
         if !(err.is_io_error() || err.code() == Some("READONLY")) {
             return false;
         }
+        self.refresh(node).await;
+        true
+    }
+
+    /// Asks again where things are, because `node` failed: the sentinels for the master,
+    /// or the cluster for its slot map. Nothing to ask for a lone server.
+    pub(crate) async fn refresh(&self, node: &Arc<Node>) {
         let mut last = self.refreshed.lock().await;
         // Someone moved on already, or asked a moment ago.
         let moved_on = self.sentinels.is_some() && self.seed().addr != node.addr;
         if moved_on || last.is_some_and(|at| at.elapsed() < REFRESH_EVERY) {
-            return true;
+            return;
         }
         if let Some(sentinels) = &self.sentinels {
             self.follow_master(sentinels, node).await;
@@ -123,7 +136,6 @@ impl Topology {
             self.reload_slots().await;
         }
         *last = Some(Instant::now());
-        true
     }
 
     /// Moves the seed to the master the sentinels name, if it is not `failed`.
@@ -176,7 +188,7 @@ impl Topology {
         if let Some(node) = nodes.get(addr.as_str()) {
             return Ok(node.clone());
         }
-        let node = Node::at(&self.template, host, port)?;
+        let node = Node::at(&self.template, host, port, self.seed().options)?;
         nodes.insert(node.addr.clone(), node.clone());
         Ok(node)
     }

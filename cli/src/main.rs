@@ -1,38 +1,47 @@
 //! `rlock`: a distributed `flock` on Redis with the rlock module.
 //!
 //! ```text
-//! rlock run KEY [--wait D] [--lease D] -- CMD ARGS...   run CMD while holding KEY
-//! rlock info KEY                                        show who holds KEY (exit 1: free)
-//! rlock release KEY --force                             remove KEY's lock, whoever holds it
+//! rlock run KEY [--wait D] [--lease D [--renew]] [--kill-grace D] -- CMD ARGS...
+//!                                  run CMD while holding KEY
+//! rlock info KEY                   show who holds KEY (exit 1: free, 2: error)
+//! rlock release KEY --force        remove KEY's lock, whoever holds it
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
-//! Cluster, any node).
+//! Cluster, any node); `--timeout D` bounds every reply and connection (default 2 s).
 //!
 //! `run` holds the lock with the watchdog (or a fixed `--lease`) while CMD runs, gives CMD
 //! `RLOCK_KEY`, `RLOCK_OWNER` and `RLOCK_TOKEN` (the fencing token) in its environment, and
-//! releases the lock when CMD exits. `SIGTERM` and `SIGHUP` are passed on to CMD; `SIGINT`
-//! from the terminal reaches CMD directly, and `rlock` waits for it to exit.
+//! releases the lock when CMD exits. CMD runs in a process group of its own (see
+//! `group.rs`): `SIGINT`, `SIGTERM` and `SIGHUP` are passed on to the whole group; when the
+//! lock is lost, the group gets `SIGTERM`, then `SIGKILL` after `--kill-grace`; if `rlock`
+//! dies, the kernel and a guardian process stop the group.
 //!
 //! Exit status of `run`: CMD's own (128 + n if a signal n ended it); 75 when `--wait` ran
-//! out; 76 when the lock was lost while CMD ran (CMD is killed); 126/127 when CMD cannot be
+//! out; 76 when the lock was lost while CMD ran (CMD is stopped); 126/127 when CMD cannot be
 //! run / is not found; 1 on any other error.
+
+mod duration;
+mod group;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-use rlock_client::{Client, Error, Guard, LockInfo, LockOptions};
-use tokio::process::{Child, Command};
+use rlock_client::{Client, ClientOptions, Error, Guard, LockInfo, LockOptions};
+use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
+
+use duration::parse_duration;
+use group::Group;
 
 /// `--wait` ran out (`EX_TEMPFAIL`).
 const EXIT_TIMEOUT: u8 = 75;
 /// The lock was lost while the command ran.
 const EXIT_LOST: u8 = 76;
+/// `info` could not tell (as `grep`: 0 found, 1 not found, 2 error).
+const EXIT_INFO_ERROR: u8 = 2;
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +53,10 @@ struct Cli {
     /// Redis server URL (for a Redis Cluster, any node's).
     #[arg(long, env = "RLOCK_URL", default_value = "redis://127.0.0.1:6379/")]
     url: String,
+    /// How long a connection or a reply may take before rlock gives up (e.g. 500ms, 1.5s);
+    /// a waiting run checks this often that the server still answers.
+    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    timeout: Duration,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -53,25 +66,34 @@ enum Cmd {
     /// Run a command while holding a lock (a distributed `flock`).
     ///
     /// The command gets RLOCK_KEY, RLOCK_OWNER and RLOCK_TOKEN (the fencing token) in its
-    /// environment. Exit status: the command's own (128 + n if signal n ended it); 75 when
-    /// --wait ran out; 76 when the lock was lost while the command ran (it is killed);
-    /// 126/127 when the command cannot be run / is not found; 1 on other errors.
+    /// environment, and runs in a process group of its own that gets SIGINT, SIGTERM and
+    /// SIGHUP passed on, and is stopped when the lock is lost or rlock dies. Exit status: the
+    /// command's own (128 + n if signal n ended it); 75 when --wait ran out; 76 when the lock
+    /// was lost while the command ran (its group is stopped); 126/127 when the command cannot
+    /// be run / is not found; 1 on other errors.
     Run {
         /// The lock's key.
         key: String,
-        /// Give up after this long (e.g. 500ms, 10s, 2m; a bare number is seconds).
+        /// Give up after this long (e.g. 500ms, 0.5, 10s, 2m; a bare number is seconds).
         /// Without it, wait as long as it takes.
         #[arg(long, value_parser = parse_duration)]
         wait: Option<Duration>,
         /// A fixed lease instead of the renewing watchdog (the lock ends when it runs out,
-        /// and the command is then killed).
+        /// and the command is then stopped), unless --renew is given too.
         #[arg(long, value_parser = parse_duration)]
         lease: Option<Duration>,
+        /// Renew the --lease with the watchdog (every third of it) while the command runs.
+        #[arg(long, requires = "lease")]
+        renew: bool,
+        /// How long the command's group has to exit after SIGTERM before SIGKILL, when the
+        /// lock is lost.
+        #[arg(long, value_parser = parse_duration, default_value = "5s")]
+        kill_grace: Duration,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// Show who holds a lock; exits 1 when it is free.
+    /// Show who holds a lock; exits 1 when it is free, 2 on errors.
     Info {
         /// The lock's key.
         key: String,
@@ -86,27 +108,55 @@ enum Cmd {
     },
 }
 
+/// How `run` holds the lock and runs the command.
+struct RunArgs {
+    wait: Option<Duration>,
+    options: LockOptions,
+    kill_grace: Duration,
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let error_exit = match cli.command {
+        Cmd::Info { .. } => EXIT_INFO_ERROR,
+        _ => 1,
+    };
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("rlock: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(error_exit)
         }
     }
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Error> {
-    let client = Client::open(cli.url.as_str()).await?;
+    let options = ClientOptions::new()
+        .connect_timeout(cli.timeout)
+        .response_timeout(cli.timeout)
+        .keepalive(cli.timeout);
+    let client = Client::open_with(cli.url.as_str(), options).await?;
     match cli.command {
         Cmd::Run {
             key,
             wait,
             lease,
+            renew,
+            kill_grace,
             command,
-        } => run_locked(&client, &key, wait, lease, &command).await,
+        } => {
+            let options = match lease {
+                Some(lease) => LockOptions::new().lease(lease).watchdog(renew),
+                None => LockOptions::new(),
+            };
+            let args = RunArgs {
+                wait,
+                options,
+                kill_grace,
+            };
+            run_locked(&client, &key, &args, &command).await
+        }
         Cmd::Info { key } => Ok(match client.info(&key).await? {
             Some(info) => {
                 print_info(&key, &info);
@@ -132,12 +182,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
 async fn run_locked(
     client: &Client,
     key: &str,
-    wait: Option<Duration>,
-    lease: Option<Duration>,
+    args: &RunArgs,
     command: &[String],
 ) -> Result<ExitCode, Error> {
-    let options = lease.map_or_else(LockOptions::new, |l| LockOptions::new().lease(l));
-    let lock = client.lock(key).options(options);
+    let lock = client.lock(key).options(args.options);
+    let wait = args.wait;
     let guard = match lock.try_acquire(Duration::ZERO).await? {
         Some(guard) => guard,
         None => {
@@ -154,7 +203,7 @@ async fn run_locked(
             guard
         }
     };
-    supervise(guard, command).await
+    supervise(guard, command, args.kill_grace).await
 }
 
 async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
@@ -168,21 +217,20 @@ async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
     }
 }
 
-/// Runs the command while the guard holds; kills it if the lock is lost.
-async fn supervise(guard: Guard, command: &[String]) -> Result<ExitCode, Error> {
+/// Runs the command while the guard holds; stops its group if the lock is lost.
+async fn supervise(guard: Guard, command: &[String], grace: Duration) -> Result<ExitCode, Error> {
     let Some((program, args)) = command.split_first() else {
         return Ok(ExitCode::from(2));
     };
     // Taken over before the command starts, so none is missed once it runs.
-    let signals = Signals::new().map_err(|e| Error::Redis(e.into()))?;
-    let spawned = Command::new(program)
-        .args(args)
+    let mut signals = Signals::new().map_err(|e| Error::Redis(e.into()))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .env("RLOCK_KEY", guard.key())
         .env("RLOCK_OWNER", guard.owner())
-        .env("RLOCK_TOKEN", guard.token().to_string())
-        .spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+        .env("RLOCK_TOKEN", guard.token().to_string());
+    let mut group = match Group::spawn(cmd, grace) {
+        Ok(group) => group,
         Err(e) => {
             eprintln!("rlock: cannot run {program}: {e}");
             guard.release().await?;
@@ -191,15 +239,15 @@ async fn supervise(guard: Guard, command: &[String]) -> Result<ExitCode, Error> 
         }
     };
     let status = tokio::select! {
-        status = signals.pass_on_until_exit(&mut child) => status,
+        status = signals.pass_on_until_exit(&mut group) => status,
         reason = guard.lost() => {
-            eprintln!("rlock: the lock was lost ({reason}): killing {program}");
-            if let Err(e) = child.kill().await {
-                eprintln!("rlock: cannot kill {program}: {e}");
-            }
+            eprintln!("rlock: the lock was lost ({reason}): stopping {program}");
+            group.stop(grace).await;
+            group.stand_down();
             return Ok(ExitCode::from(EXIT_LOST));
         }
     };
+    group.stand_down();
     let code = match status {
         Ok(status) => exit_code(status),
         Err(e) => {
@@ -217,7 +265,7 @@ async fn supervise(guard: Guard, command: &[String]) -> Result<ExitCode, Error> 
     }
 }
 
-/// The signals `rlock` handles while the command runs.
+/// The signals `rlock` passes on to the command's group while it runs.
 struct Signals {
     term: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
@@ -233,22 +281,18 @@ impl Signals {
         })
     }
 
-    /// Waits for the child, passing `SIGTERM` and `SIGHUP` on to it. `SIGINT` is not
-    /// passed on: a terminal sends it to the child too; `rlock` outlives it to release.
-    async fn pass_on_until_exit(mut self, child: &mut Child) -> std::io::Result<ExitStatus> {
+    /// Waits for the command, passing `SIGTERM`, `SIGHUP` and `SIGINT` on to its group (in
+    /// a group of its own, it no longer gets the terminal's `SIGINT` directly). `rlock`
+    /// outlives the command, to release the lock.
+    async fn pass_on_until_exit(&mut self, group: &mut Group) -> std::io::Result<ExitStatus> {
         loop {
             let passed = tokio::select! {
-                status = child.wait() => return status,
-                _ = self.term.recv() => Signal::SIGTERM,
-                _ = self.hup.recv() => Signal::SIGHUP,
-                _ = self.int.recv() => continue,
+                status = group.child.wait() => return status,
+                _ = self.term.recv() => libc::SIGTERM,
+                _ = self.hup.recv() => libc::SIGHUP,
+                _ = self.int.recv() => libc::SIGINT,
             };
-            let pid = child.id().and_then(|id| i32::try_from(id).ok());
-            if let Some(pid) = pid {
-                if let Err(e) = kill(Pid::from_raw(pid), passed) {
-                    eprintln!("rlock: cannot pass {passed} on: {e}");
-                }
-            }
+            group.signal(passed);
         }
     }
 }
@@ -272,41 +316,4 @@ fn print_info(key: &str, info: &LockInfo) {
     }
     println!("token: {}", info.token);
     println!("waiters: {}", info.waiters);
-}
-
-/// `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration like 500ms, 10s or 2m"))?;
-    let ms = match unit {
-        "ms" => Some(n),
-        "" | "s" => n.checked_mul(1_000),
-        "m" => n.checked_mul(60_000),
-        "h" => n.checked_mul(3_600_000),
-        _ => return Err(format!("unknown unit in '{text}': use ms, s, m or h")),
-    };
-    ms.map(Duration::from_millis)
-        .ok_or_else(|| format!("'{text}' is too long"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_take_the_usual_units() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("1.5s").is_err());
-        assert!(parse_duration("s").is_err());
-        assert!(parse_duration("5d").is_err());
-        assert!(parse_duration("99999999999999999h").is_err());
-    }
 }
