@@ -12,10 +12,11 @@ use super::{built_module, free_port, temp_dir, Server};
 const REDIS_SENTINEL: &str = "/usr/bin/redis-sentinel";
 /// The master's name, as the sentinels know it.
 pub const MASTER_NAME: &str = "rlockmaster";
-/// How long a master may not answer before a sentinel thinks it down.
-pub const DOWN_AFTER_MS: u64 = 500;
+/// How long a master may not answer before a sentinel thinks it down. Shorter makes a
+/// loaded machine see failovers nobody asked for.
+pub const DOWN_AFTER_MS: u64 = 1000;
 /// Sentinel's `failover-timeout` (a sentinel tries again after twice this).
-const FAILOVER_TIMEOUT_MS: u64 = 2000;
+const FAILOVER_TIMEOUT_MS: u64 = 5000;
 /// Sentinels find each other (hello messages every 2 s) and the replicas within this.
 const DISCOVERED_WITHIN: Duration = Duration::from_secs(15);
 
@@ -210,14 +211,46 @@ impl Deployment {
 
     /// Waits until server `master` has `replicas` replicas online; whether it did `within`.
     pub fn await_replicas(&self, master: usize, replicas: usize, within: Duration) -> bool {
+        poll(within, || self.online_replicas(master) >= replicas)
+    }
+
+    /// How many replicas server `i` has online (`INFO replication`).
+    fn online_replicas(&self, i: usize) -> usize {
+        let info: String = self.servers[i].cmd(&["INFO", "replication"]);
+        let online = info.lines().filter(|l| l.starts_with("slave"));
+        online.filter(|l| l.contains("state=online")).count()
+    }
+
+    /// Waits until one server says it is the master, every sentinel names it, and it has
+    /// `replicas` replicas online; its index, or `None` if not `within`.
+    pub fn await_stable(&self, replicas: usize, within: Duration) -> Option<usize> {
+        let mut found = None;
         poll(within, || {
-            let info: String = self.servers[master].cmd(&["INFO", "replication"]);
-            let online = info
-                .lines()
-                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
-                .count();
-            online >= replicas
-        })
+            found = self.stable_master(replicas);
+            found.is_some()
+        });
+        found
+    }
+
+    fn stable_master(&self, replicas: usize) -> Option<usize> {
+        let masters: Vec<usize> = (0..self.servers.len())
+            .filter(|&i| self.role(i).as_deref() == Some("master"))
+            .collect();
+        let [master] = masters[..] else {
+            return None;
+        };
+        let port = self.servers[master].port();
+        let named = self.sentinels.iter().all(|s| s.master_port() == Some(port));
+        (named && self.online_replicas(master) >= replicas).then_some(master)
+    }
+
+    /// The most failovers (`+switch-master`) one sentinel has seen.
+    pub fn switches(&self) -> usize {
+        let seen = self
+            .sentinels
+            .iter()
+            .map(|s| s.log().matches("+switch-master").count());
+        seen.max().unwrap_or(0)
     }
 
     /// The servers' and sentinels' logs, to show when something went wrong.
