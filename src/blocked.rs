@@ -19,8 +19,9 @@ use crate::counters;
 use crate::error::LockError;
 use crate::ffi::api;
 use crate::guard;
+use crate::registry::Db;
 use crate::reply::Outcome;
-use crate::waiters::{self, Bc};
+use crate::waiters::{self, handle_of, Bc, Waiter};
 
 /// Called when a blocked client disconnects.
 pub type OnDisconnect = unsafe extern "C" fn(*mut raw::RedisModuleCtx, Bc);
@@ -73,6 +74,21 @@ pub fn unblock(bc: Bc, outcome: Outcome) -> Result<(), LockError> {
     let outcome = Box::into_raw(Box::new(outcome));
     unsafe { unblock(bc, outcome.cast::<c_void>()) };
     Ok(())
+}
+
+/// Ends the wait of clients taken out of their queue with the error `text` (their lock
+/// cannot be served on this node any more).
+pub fn refuse(ctx: *mut raw::RedisModuleCtx, refused: Vec<Waiter>, text: &str) {
+    for waiter in refused {
+        stop_deadline(ctx, waiter.deadline_timer);
+        // Unblocking cannot fail on a server that could block the client.
+        let _ = unblock(handle_of(waiter.client), Outcome::Refused(text.to_owned()));
+    }
+}
+
+/// Ends the wait of every client queued on `key` with the error `text`.
+pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) {
+    refuse(ctx, waiters::take_queue(db, key), text);
 }
 
 /// Frees the handle of a client that disconnected while queued (Redis 7.0 frees a blocked

@@ -12,10 +12,11 @@ use redis_module::raw;
 
 use crate::error::LockError;
 use crate::ffi::{api, OwnedString};
+use crate::gate::{self, Verdict};
 use crate::handoff::{self, Handed, Vacancy};
 use crate::registry::Db;
 use crate::store::{while_self_notifying, LockKey, Mode};
-use crate::{counters, guard, node, token, waiters};
+use crate::{blocked, counters, guard, node, token, waiters};
 
 /// Why a check runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,10 +135,22 @@ extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     });
 }
 
-/// Hands a free lock to its first waiter, or re-arms the timer of a held one.
+/// Hands a free lock to its first waiter, or re-arms the timer of a held one; on a node
+/// that may not write now, comes back later (or sends the waiters away, on a replica).
 fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockError> {
     if waiters::queue_len(check.db, &check.key) == 0 {
         return Ok(());
+    }
+    match gate::writes(ctx) {
+        Verdict::Go => {}
+        Verdict::Later(ms) => {
+            arm(ctx, check.db, &check.key, node::now_ms().saturating_add(ms));
+            return Ok(());
+        }
+        Verdict::Refuse(text) => {
+            blocked::refuse_queue(ctx, check.db, &check.key, text);
+            return Ok(());
+        }
     }
     let select = api!(RedisModule_SelectDb);
     unsafe { select(ctx, check.db) };
@@ -163,6 +176,17 @@ fn serve_or_rearm(
         Err(_) => return Ok(()),
     };
     if let Some(vacancy) = vacancy {
+        let key_here = vacancy == Vacancy::Ended;
+        if let Some(redirect) = gate::route(ctx, &check.key, key_here).redirect() {
+            // The key left this node (a migration), or its slot did: never re-create it
+            // here; its waiters queue again where it is served.
+            blocked::refuse_queue(ctx, check.db, &check.key, &redirect);
+            return Ok(());
+        }
+        if let Some(until) = gate::fenced_until(node::now_ms()) {
+            arm(ctx, check.db, &check.key, until);
+            return Ok(());
+        }
         let handed = handoff::hand_off(ctx, check.db, &key, vacancy)?;
         if handed.is_some() && lease_end {
             counters::EXPIRY_HANDOFFS.bump();

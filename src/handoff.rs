@@ -91,7 +91,11 @@ pub fn end_holding(
     };
     if handed.is_none() {
         key.delete(how)?;
-        publish::release_message(ctx, key.name())?;
+        // In a cluster the master's message already reached every node (or, sharded, every
+        // node of the shard): a replica that replays the release does not send it again.
+        if !(node::from_replication(ctx) && node::is_cluster(ctx)) {
+            publish::release_message(ctx, key.name())?;
+        }
     }
     Ok(handed)
 }

@@ -7,7 +7,7 @@ use redis_module::raw;
 
 use crate::counters;
 use crate::token::{self, TOKENS};
-use crate::waiters;
+use crate::{gate, node, waiters};
 
 /// Registers the `rlock` section of `INFO`.
 pub fn register(ctx: *mut raw::RedisModuleCtx) {
@@ -20,6 +20,7 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
         ("waiters", to_i64(queued)),
         ("locks_with_waiters", to_i64(queues)),
         ("next_token", TOKENS.peek(token::now_us())),
+        ("failover_delay_remaining", failover_delay_remaining()),
     ];
     let fields = counters::ALL
         .iter()
@@ -29,6 +30,12 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
     for (name, value) in fields {
         raw::add_info_field_long_long(ctx, name, value);
     }
+}
+
+/// Milliseconds left of the failover delay (0: none).
+fn failover_delay_remaining() -> i64 {
+    let now = node::now_ms();
+    gate::fenced_until(now).map_or(0, |until| until - now)
 }
 
 fn to_i64(n: usize) -> i64 {

@@ -35,6 +35,7 @@
 pub mod args;
 mod blocked;
 pub mod channel;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 mod counters;
@@ -43,6 +44,7 @@ pub mod error;
 mod events;
 mod expiry;
 mod ffi;
+mod gate;
 mod guard;
 mod handoff;
 mod info;
@@ -103,6 +105,7 @@ mod module {
             i64: [
                 ["default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS, ConfigurationFlags::DEFAULT, None],
                 ["token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP, ConfigurationFlags::DEFAULT, None],
+                ["failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS, ConfigurationFlags::DEFAULT, None],
             ],
             string: [
                 ["channel-prefix", &config::CHANNEL_PREFIX, config::DEFAULT_CHANNEL_PREFIX, ConfigurationFlags::DEFAULT, None],

@@ -15,7 +15,8 @@ pub fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
     unsafe { raw::RedisModule_GetSelectedDb.map_or(0, |f| f(ctx)) }
 }
 
-fn flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+/// The context flags (`REDISMODULE_CTX_FLAGS_*`).
+pub fn flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     (unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) }) as u32
 }
 
@@ -30,4 +31,9 @@ pub fn can_block(ctx: *mut raw::RedisModuleCtx) -> bool {
         | raw::REDISMODULE_CTX_FLAGS_LUA
         | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
     flags(ctx) & no_blocking == 0
+}
+
+/// Whether the node runs in Redis Cluster mode.
+pub fn is_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
+    flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
 }

@@ -75,6 +75,16 @@ pub fn take(bc: Bc, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(id_of(bc), id))
 }
 
+/// Takes every queued client.
+pub fn take_all() -> Vec<Waiter> {
+    with(Registry::take_all)
+}
+
+/// Takes the clients queued on `key`.
+pub fn take_queue(db: Db, key: &[u8]) -> Vec<Waiter> {
+    with(|r| r.take_queue(db, key))
+}
+
 /// Records that `bc` was handed a lock whose reply has not gone out.
 pub fn record_grant(bc: Bc, grant: Grant) {
     with(|r| r.record_grant(id_of(bc), grant));

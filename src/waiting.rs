@@ -8,6 +8,7 @@ use redis_module::raw;
 
 use crate::error::LockError;
 use crate::ffi::{api, OwnedString};
+use crate::gate::{self, Verdict};
 use crate::lock::{self, ReleaseStep};
 use crate::registry::{Db, Grant};
 use crate::store::{LockKey, Mode, Name, Replicate};
@@ -34,8 +35,15 @@ pub fn wait(
     };
     waiters::enqueue(db, key.name(), waiter);
     // The client is blocked now: whatever happens next, the command's reply is sent later.
-    if let Ok(ttl @ 0..) = key.ttl_ms() {
-        expiry::arm(ctx, db, key.name(), node::now_ms().saturating_add(ttl));
+    // A lock without a lease is checked on events only; one held back by the failover delay
+    // when the delay ends.
+    let now = node::now_ms();
+    let lease_end = match key.ttl_ms() {
+        Ok(ttl @ 0..) => Some(now.saturating_add(ttl)),
+        _ => None,
+    };
+    if let Some(at) = lease_end.or_else(|| gate::fenced_until(now)) {
+        expiry::arm(ctx, db, key.name(), at);
     }
     Ok(())
 }
@@ -48,19 +56,33 @@ unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) 
         } else if let Some(grant) = waiters::take_grant(bc) {
             // Handed the lock, but gone before its reply: nobody will ever know it holds
             // it. Take the hold back once this callback is over.
-            let create_timer = api!(RedisModule_CreateTimer);
-            let data = Box::into_raw(Box::new(grant));
-            unsafe { create_timer(ctx, 0, Some(revoke), data.cast::<c_void>()) };
+            schedule_revoke(ctx, grant, 0)?;
         }
         Ok(())
     });
 }
 
+fn schedule_revoke(
+    ctx: *mut raw::RedisModuleCtx,
+    grant: Grant,
+    delay_ms: i64,
+) -> Result<(), LockError> {
+    let create_timer = api!(RedisModule_CreateTimer);
+    let data = Box::into_raw(Box::new(grant));
+    unsafe { create_timer(ctx, delay_ms, Some(revoke), data.cast::<c_void>()) };
+    Ok(())
+}
+
 extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    // The timer hands back the box made in `forget_disconnected`.
+    // The timer hands back the box made in `schedule_revoke`.
     let grant = unsafe { Box::from_raw(data.cast::<Grant>()) };
     guard::callback("revoking an undelivered grant", || {
-        revoke_grant(ctx, &grant)
+        match gate::writes(ctx) {
+            Verdict::Go => revoke_grant(ctx, &grant),
+            Verdict::Later(ms) => schedule_revoke(ctx, *grant, ms),
+            // A replica takes its master's word on the lock: the lease ends it there.
+            Verdict::Refuse(_) => Ok(()),
+        }
     });
 }
 

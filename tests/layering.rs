@@ -22,7 +22,11 @@ const LAYERS: Layers = &[
     ),
     (
         "redis primitives",
-        &[&["ffi", "config"], &["guard", "node", "register"]],
+        &[
+            &["ffi", "config", "cluster"],
+            &["guard", "node", "register"],
+            &["gate"],
+        ],
     ),
     ("state", &[&["waiters", "store", "publish"], &["persist"]]),
     ("blocked clients", &[&["blocked"]]),

@@ -10,7 +10,7 @@ use crate::lock::{self, AcquireStep};
 use crate::reply::Reply;
 use crate::store::{LockEntry, LockKey, Mode, Over};
 use crate::token::{self, TOKENS};
-use crate::{config, counters, expiry, node, waiting};
+use crate::{config, counters, expiry, gate, node, waiting};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct AcquireArgs<'a> {
@@ -39,8 +39,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let owner = args.name(2)?;
     let db = node::selected_db(ctx);
     let mut current = key.read_as(&owner)?;
+    // During the failover delay a lock this node does not have is granted to nobody.
+    let fenced = gate::fenced_until(now).is_some();
     // A lock freed behind the module's back goes to its queue before any newcomer.
-    if current.is_none() {
+    if current.is_none() && !fenced {
         let handed = handoff::hand_off(ctx, db, &key, Vacancy::Free)?;
         if handed.is_some() {
             expiry::handed(ctx, key.name(), handed);
@@ -49,10 +51,12 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     }
     let deadline_ms = now.saturating_add(lease);
     let (holds, token, over, counter) = match lock::acquire(current.as_ref(), parsed.owner) {
-        AcquireStep::Fresh => (1, TOKENS.issue(now_us), Over::Nothing, &counters::ACQUIRED),
+        AcquireStep::Fresh if !fenced => {
+            (1, TOKENS.issue(now_us), Over::Nothing, &counters::ACQUIRED)
+        }
         AcquireStep::Reenter { count, token } => (count, token, Over::Itself, &counters::REENTERED),
         // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
-        AcquireStep::Contended => match parsed.options.wait {
+        AcquireStep::Fresh | AcquireStep::Contended => match parsed.options.wait {
             Some(wait) if node::can_block(ctx) => {
                 waiting::wait(ctx, db, &key, parsed.owner, lease, wait)?;
                 return Ok(Reply::Sent);
