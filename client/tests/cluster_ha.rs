@@ -226,8 +226,11 @@ async fn a_slot_is_resharded_while_clients_wait_on_its_locks() {
     }
 
     let s = sections(&shared);
+    let source = &cluster.nodes[0];
+    let redirected = ["ASK", "MOVED", "TRYAGAIN"].map(|code| (code, source.errors(code)));
     eprintln!(
-        "reshard figures: {} grants, {} overlaps, {} errors {:?}",
+        "reshard figures: {} grants, {} overlaps, redirections from the source {redirected:?}, \
+         {} errors {:?}",
         s.grants,
         s.overlaps.len(),
         s.errors.len(),
