@@ -149,8 +149,9 @@
 //!   addresses the cluster announces, with the first node's credentials and TLS settings.
 //! - With Sentinel, sentinels are reached without credentials or TLS, and the URL form
 //!   carries no TLS settings.
-//! - Waiters are queued on the node that served the key when they began to wait, and are
-//!   not moved with a migrated slot: migrate slots whose locks have no waiters.
+//! - A waiter is queued on the node that serves its key. When the key's slot is migrated,
+//!   the module answers it with `ASK`, `MOVED` or `TRYAGAIN`, and it queues again on the new
+//!   owner (behind the waiters already there).
 //!
 //! # Layout
 //!
