@@ -159,7 +159,8 @@
 //! its own, and within a layer only those after it (`tests/layering.rs` checks it).
 //!
 //! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
-//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task), `wait.rs`
+//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task),
+//!   `recover.rs` (what an acquisition does after an error), `wait.rs`
 //!   (waiting on a connection of its own, and abandoning a wait), `replicas.rs` (confirming
 //!   a grant, [`LockOptions::min_replicas`]), `guard.rs` ([`Guard`]: token, loss signal,
 //!   release and drop).
@@ -171,8 +172,9 @@
 //!   key: the seed or master, the known nodes, the slot map, and asking again after a
 //!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
 //!   a Sentinel URL's sentinels name).
-//! - Pure pieces: `commands.rs` (every command the client sends), `registry.rs` (the
-//!   holdings: leases, renewals, losses), `slots.rs`, `info.rs`, `options.rs`, `error.rs`.
+//! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses), `commands.rs`
+//!   (every command the client sends), `slots.rs`, `info.rs`, `options.rs`, `config.rs`
+//!   ([`ClientOptions`]), `holding.rs`, `error.rs`.
 
 #![warn(missing_docs)]
 
