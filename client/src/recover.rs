@@ -73,6 +73,9 @@ impl Attempt<'_> {
             }
             Error::ReadOnly { .. } => self.requeue(err, setbacks).await,
             Error::Redis(e) if e.code() == Some("TRYAGAIN") => self.requeue(err, setbacks).await,
+            // A wait that the demotion of its master ended (Redis answers it so, then closes
+            // the connection): as `READONLY`.
+            Error::Redis(e) if e.code() == Some("UNBLOCKED") => self.requeue(err, setbacks).await,
             _ => Next::Fail,
         }
     }

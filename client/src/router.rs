@@ -20,7 +20,7 @@
 //! the shared connections, commands on a connection of their own, and waits (which a
 //! caller's cancellation may interrupt).
 //!
-//! When the deployment changes shape (a connection error, a `READONLY` answer), the router
+//! When the deployment changes shape (a connection error, `READONLY`, `UNBLOCKED`), the router
 //! has the topology asked again (`topology.rs`). A command that was not sent (its
 //! connection was refused) or not run (`READONLY`) then goes to the node that serves its
 //! key now; a command whose connection broke may have run, so its error is returned, and
@@ -257,8 +257,9 @@ impl Route {
     }
 }
 
-/// Whether a command answered `err` was surely not run: its connection was refused, or a
-/// replica refused it.
+/// Whether a command answered `err` was surely not run: its connection was refused, a
+/// replica refused it, or a wait was ended without the lock because its master became a
+/// replica (`UNBLOCKED`, after which the server closes the connection).
 fn not_run(err: &RedisError) -> bool {
-    err.is_connection_refusal() || err.code() == Some("READONLY")
+    err.is_connection_refusal() || matches!(err.code(), Some("READONLY" | "UNBLOCKED"))
 }

@@ -111,10 +111,12 @@ impl Topology {
         }
     }
 
-    /// Tells that `err` came from `node`. After a connection error or `READONLY`
-    /// (a demoted master), it asks again where things are; true if it was such an error.
+    /// Tells that `err` came from `node`. After a connection error, `READONLY` (a demoted
+    /// master) or `UNBLOCKED` (a wait its demotion ended), it asks again where things are;
+    /// true if it was such an error.
     pub(crate) async fn failed(&self, node: &Arc<Node>, err: &RedisError) -> bool {
-        if !(err.is_io_error() || err.code() == Some("READONLY")) {
+        let demoted = matches!(err.code(), Some("READONLY" | "UNBLOCKED"));
+        if !(err.is_io_error() || demoted) {
             return false;
         }
         self.refresh(node).await;

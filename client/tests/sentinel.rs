@@ -95,3 +95,71 @@ fn sentinel_conn(port: u16) -> redis::Connection {
         .get_connection()
         .expect("connect to a sentinel")
 }
+
+/// A Sentinel failover that was asked for leaves the old master up, and writable until the
+/// sentinels turn it into a replica (about 10 s later here): `min-replicas-to-write` fences
+/// it within about a second once its replicas follow the new master, and the failover delay
+/// covers that second plus the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
+    support::trace();
+    let args = [
+        "--min-replicas-to-write",
+        "1",
+        "--min-replicas-max-lag",
+        "1",
+        "--rlock.failover-delay",
+        "4000",
+    ];
+    let deployment = block_in_place(|| Deployment::start(&args));
+    let old = deployment.master().expect("a master");
+    let old_port = deployment.servers[old].port();
+    let holder = Client::open(deployment.url()).await.expect("open");
+    let waiter = Client::open(deployment.url()).await.expect("open");
+    let held = holder
+        .lock("lock:w")
+        .options(support::watched(Duration::from_millis(1000)))
+        .acquire()
+        .await
+        .expect("held");
+    let lock = waiter.lock("lock:w");
+    let waiting = tokio::spawn(async move {
+        let guard = lock.try_acquire(SOON).await;
+        (guard, Instant::now())
+    });
+    let queued = support::eventually(SOON, || {
+        deployment.servers[old]
+            .info("lock:w")
+            .is_some_and(|i| i.waiters == 1)
+    });
+    assert!(queued.await, "the waiter did not queue");
+    let lost = held.lost_signal();
+    let lost = tokio::spawn(async move { (lost.lost().await, Instant::now()) });
+
+    // Sentinel promotes a replica (which has the lock), and later demotes the old master:
+    // Redis ends the wait there with UNBLOCKED and the waiter queues on the new master.
+    let _: String = redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg(support::sentinel::MASTER_NAME)
+        .query(&mut sentinel_conn(deployment.sentinels[0].port()))
+        .expect("SENTINEL FAILOVER");
+    let new = block_in_place(|| deployment.await_new_master(old_port, SOON));
+    let new = new.unwrap_or_else(|| panic!("no new master\n{}", deployment.logs()));
+
+    let (guard, granted_at) = waiting.await.expect("no panic");
+    let guard = guard.expect("no error").expect("handed the lock");
+    let info = deployment.servers[new]
+        .info("lock:w")
+        .expect("held on the new master");
+    assert_eq!(info.owner, guard.owner());
+    assert!(guard.token() > held.token());
+    assert!(deployment.servers[old].errors("UNBLOCKED") >= 1);
+    // The fenced old master stopped renewing the holder's lock, which it knew to be lost
+    // before the waiter got it.
+    let (reason, lost_at) = lost.await.expect("no panic");
+    assert!(
+        lost_at < granted_at,
+        "the holder lost the lock only after the grant ({reason})"
+    );
+    assert_eq!(guard.release().await.unwrap(), 0);
+}
