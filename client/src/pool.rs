@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::io::tcp::socket2::TcpKeepalive;
@@ -49,7 +50,8 @@ impl WaitPool {
         let config = AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(o.connect_timeout_duration()));
-        let every = o.keepalive_interval();
+        // The kernel counts keepalive times in whole seconds, 1 at least.
+        let every = o.keepalive_interval().max(Duration::from_secs(1));
         let info = node.redis.get_connection_info().clone();
         let tcp = info.tcp_settings().clone().set_nodelay(true);
         let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
