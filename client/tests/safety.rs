@@ -210,3 +210,37 @@ async fn a_renewal_refused_as_readonly_is_a_loss_at_once() {
     assert_eq!(reason, Ok(LossReason::Demoted));
     assert_eq!(guard.remaining(), Duration::ZERO);
 }
+
+/// Connections the server closed behind the client's back (an idle timeout, a restart, an
+/// admin's `CLIENT KILL`) are replaced: the acquisition is sent again on a fresh connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquisitions_retry_on_a_fresh_connection_after_the_server_closed_them() {
+    let server = Server::start();
+    let client = server.client().await;
+    server.cmd::<u64>(&["LOCK.ACQUIRE", "busy", "someone"]);
+    let lock = client.lock("busy");
+    // One wait, answered nil: its connection goes back to the pool.
+    assert!(lock
+        .try_acquire(Duration::from_millis(50))
+        .await
+        .unwrap()
+        .is_none());
+    let killed: i64 = server.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
+    assert!(
+        killed >= 2,
+        "the shared and the pooled connection: {killed}"
+    );
+    let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(5)).await });
+    assert!(
+        eventually(Duration::from_secs(3), || server
+            .info("busy")
+            .unwrap()
+            .waiters
+            == 1)
+        .await
+    );
+    server.cmd::<u64>(&["LOCK.RELEASE", "busy", "someone"]);
+    let guard = waiter.await.unwrap().unwrap().expect("handed over");
+    assert_eq!(server.info("busy").unwrap().owner, guard.owner());
+    guard.release().await.unwrap();
+}
