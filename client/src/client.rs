@@ -63,6 +63,12 @@ impl Client {
 
     /// Builds a client over an existing [`redis::Client`], with `options`.
     pub async fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<Client> {
+        #[cfg(feature = "tls")]
+        {
+            // rustls needs a process-wide crypto provider; one the application installed
+            // first is kept.
+            drop(rustls::crypto::ring::default_provider().install_default());
+        }
         let core = Core::open(redis, options).await?;
         Ok(Client {
             core: Arc::new(core),
