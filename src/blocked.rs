@@ -1,31 +1,30 @@
-//! The life of a client blocked in `LOCK.ACQUIRE ... WAIT`: blocking, its `WAIT` deadline,
-//! its reply, and its disconnection.
+//! The mechanics of a client blocked in `LOCK.ACQUIRE ... WAIT`: blocking it, its `WAIT`
+//! deadline, unblocking it with an [`Outcome`], and its reply.
 //!
 //! Redis 7.0 loses the reply of a module-blocked client whose timeout (or `CLIENT UNBLOCK`)
 //! is processed in the same event-loop turn as the module's unblock: neither callback runs.
 //! So a waiter is blocked without a Redis timeout callback, and its `WAIT` limit is a
 //! module timer that unblocks it through `RedisModule_UnblockClient`, like a handoff does.
 //! Both decide on the main thread by taking the waiter out of its queue: exactly one wins,
-//! and the client always gets the token or nil. (`CLIENT UNBLOCK` therefore answers 0 for a
+//! and the client always gets one reply. (`CLIENT UNBLOCK` therefore answers 0 for a
 //! waiter; closing the connection ends a wait.)
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_void, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis_module::raw;
 
+use crate::counters;
 use crate::error::LockError;
-use crate::lock::{self, ReleaseStep};
-use crate::store::{api, LockKey, Name, OwnedString};
-use crate::waiters::{self, Bc, Grant, Waiter};
-use crate::{commands, expiry, guard, info};
+use crate::ffi::api;
+use crate::guard;
+use crate::registry::Db;
+use crate::reply::Outcome;
+use crate::waiters::{self, handle_of, Bc, Waiter};
 
-/// What a blocked client is unblocked with.
-pub enum Outcome {
-    Granted(i64),
-    TimedOut,
-}
+/// Called when a blocked client disconnects.
+pub type OnDisconnect = unsafe extern "C" fn(*mut raw::RedisModuleCtx, Bc);
 
 /// The data of a waiter's deadline timer.
 struct Deadline {
@@ -35,46 +34,73 @@ struct Deadline {
 
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
 
-/// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit).
+/// A freshly blocked client: its handle, its waiter id, and its deadline timer.
+pub struct Blocked {
+    pub bc: Bc,
+    pub id: u64,
+    pub deadline_timer: Option<u64>,
+}
+
+/// Blocks the calling client for at most `wait_ms` (0: no limit); `on_disconnect` runs if
+/// it leaves first. The caller queues it.
 pub fn block(
     ctx: *mut raw::RedisModuleCtx,
-    db: c_int,
-    key: &LockKey,
-    owner: &[u8],
-    lease_ms: i64,
     wait_ms: i64,
-) -> Result<(), LockError> {
+    on_disconnect: OnDisconnect,
+) -> Result<Blocked, LockError> {
     let block_client = api!(RedisModule_BlockClient);
-    let on_disconnect = api!(RedisModule_SetDisconnectCallback);
+    let set_on_disconnect = api!(RedisModule_SetDisconnectCallback);
     let create_timer = api!(RedisModule_CreateTimer);
     let bc = unsafe { block_client(ctx, Some(reply), None, Some(free_outcome), 0) };
     if bc.is_null() {
         return Err(LockError::MissingApi("RedisModule_BlockClient"));
     }
-    unsafe { on_disconnect(bc, Some(forget_disconnected)) };
+    unsafe { set_on_disconnect(bc, Some(on_disconnect)) };
     let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
     let deadline_timer = (wait_ms > 0).then(|| {
         let data = Box::into_raw(Box::new(Deadline { id, bc }));
         unsafe { create_timer(ctx, wait_ms, Some(wait_expired), data.cast::<c_void>()) }
     });
-    let waiter = Waiter {
-        id,
+    Ok(Blocked {
         bc,
-        owner: owner.to_vec(),
-        lease_ms,
+        id,
         deadline_timer,
-    };
-    waiters::enqueue(db, key.name(), waiter);
-    if let Ok(ttl) = key.ttl_ms() {
-        if ttl >= 0 {
-            expiry::arm(ctx, db, key.name(), waiters::now_ms().saturating_add(ttl));
-        }
+    })
+}
+
+/// Unblocks a client that left its queue; its reply callback sends `outcome`.
+pub fn unblock(bc: Bc, outcome: Outcome) -> Result<(), LockError> {
+    let unblock = api!(RedisModule_UnblockClient);
+    let outcome = Box::into_raw(Box::new(outcome));
+    unsafe { unblock(bc, outcome.cast::<c_void>()) };
+    Ok(())
+}
+
+/// Ends the wait of clients taken out of their queue with the error `text` (their lock
+/// cannot be served on this node any more).
+pub fn refuse(ctx: *mut raw::RedisModuleCtx, refused: Vec<Waiter>, text: &str) {
+    for waiter in refused {
+        stop_deadline(ctx, waiter.deadline_timer);
+        // Unblocking cannot fail on a server that could block the client.
+        let _ = unblock(handle_of(waiter.client), Outcome::Refused(text.to_owned()));
     }
+}
+
+/// Ends the wait of every client queued on `key` with the error `text`.
+pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) {
+    refuse(ctx, waiters::take_queue(db, key), text);
+}
+
+/// Frees the handle of a client that disconnected while queued (Redis 7.0 frees a blocked
+/// client's handle only through UnblockClient).
+pub fn release_handle(bc: Bc) -> Result<(), LockError> {
+    let unblock = api!(RedisModule_UnblockClient);
+    unsafe { unblock(bc, ptr::null_mut()) };
     Ok(())
 }
 
 /// Cancels a waiter's deadline timer (it was served or left) and frees its data.
-pub fn stop_deadline(ctx: *mut raw::RedisModuleCtx, timer: Option<raw::RedisModuleTimerID>) {
+pub fn stop_deadline(ctx: *mut raw::RedisModuleCtx, timer: Option<u64>) {
     let (Some(timer), Some(stop)) = (timer, unsafe { raw::RedisModule_StopTimer }) else {
         return;
     };
@@ -90,11 +116,9 @@ extern "C" fn wait_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
     guard::callback("wait deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
-        if waiters::take_waiter(deadline.bc, Some(deadline.id)).is_some() {
-            let unblock = api!(RedisModule_UnblockClient);
-            let outcome = Box::into_raw(Box::new(Outcome::TimedOut));
-            unsafe { unblock(deadline.bc, outcome.cast::<c_void>()) };
-            info::WAIT_TIMEOUTS.bump();
+        if waiters::take(deadline.bc, Some(deadline.id)).is_some() {
+            unblock(deadline.bc, Outcome::TimedOut)?;
+            counters::WAIT_TIMEOUTS.bump();
         }
         Ok(())
     });
@@ -105,21 +129,22 @@ unsafe extern "C" fn reply(
     _argv: *mut *mut raw::RedisModuleString,
     _argc: c_int,
 ) -> c_int {
-    let token = unsafe {
+    let outcome = unsafe {
         let bc = raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx));
         waiters::take_grant(bc);
         raw::RedisModule_GetBlockedClientPrivateData
             .map(|f| f(ctx).cast::<Outcome>())
             .filter(|p| !p.is_null())
-            .and_then(|p| match *p {
-                Outcome::Granted(token) => Some(token),
-                Outcome::TimedOut => None,
-            })
+            .map(|p| (*p).clone())
     };
     unsafe {
-        match token {
-            Some(t) => raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, t)),
-            None => raw::RedisModule_ReplyWithNull.map(|f| f(ctx)),
+        match outcome {
+            Some(Outcome::Granted(t)) => raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, t)),
+            Some(Outcome::Refused(error)) => {
+                let line = CString::new(error).unwrap_or_default();
+                raw::RedisModule_ReplyWithError.map(|f| f(ctx, line.as_ptr()))
+            }
+            Some(Outcome::TimedOut) | None => raw::RedisModule_ReplyWithNull.map(|f| f(ctx)),
         };
     }
     raw::REDISMODULE_OK as c_int
@@ -130,47 +155,4 @@ unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, privdata: *mut
         // Made by `Box::into_raw` when unblocking; Redis calls this exactly once.
         drop(unsafe { Box::from_raw(privdata.cast::<Outcome>()) });
     }
-}
-
-unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
-    guard::callback("waiter disconnected", || {
-        if let Some(waiter) = waiters::take_waiter(bc, None) {
-            stop_deadline(ctx, waiter.deadline_timer);
-            // Redis 7.0 frees a blocked client's handle only through UnblockClient.
-            let unblock = api!(RedisModule_UnblockClient);
-            unsafe { unblock(bc, ptr::null_mut()) };
-        } else if let Some(grant) = waiters::take_grant(bc) {
-            // Handed the lock, but gone before its reply: nobody will ever know it holds
-            // it. Take the hold back once this callback is over.
-            let create_timer = api!(RedisModule_CreateTimer);
-            let data = Box::into_raw(Box::new(grant));
-            unsafe { create_timer(ctx, 0, Some(revoke), data.cast::<c_void>()) };
-        }
-        Ok(())
-    });
-}
-
-extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    // The timer hands back the box made in `forget_disconnected`.
-    let grant = unsafe { Box::from_raw(data.cast::<Grant>()) };
-    guard::callback("revoking an undelivered grant", || {
-        let select = api!(RedisModule_SelectDb);
-        unsafe { select(ctx, grant.db) };
-        let name = OwnedString::new(ctx, &grant.key)?;
-        let key = LockKey::open(ctx, name.0, true)?;
-        let Ok(Some(holding)) = key.read() else {
-            return Ok(());
-        };
-        if holding.token != grant.token {
-            return Ok(());
-        }
-        match lock::release(Some(&holding), &grant.owner) {
-            ReleaseStep::Remaining(count) => {
-                let owner = OwnedString::new(ctx, &grant.owner)?;
-                key.write_count(&Name::of(&owner), count)
-            }
-            ReleaseStep::Freed => commands::free(ctx, &key, commands::Replicate::Del),
-            ReleaseStep::NotHeld => Ok(()),
-        }
-    });
 }

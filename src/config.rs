@@ -1,6 +1,6 @@
 //! Module configs (SPEC.md §7): `rlock.default-lease`, `rlock.channel-prefix`,
-//! `rlock.publish`, `rlock.token-gap`. Readable and settable with `CONFIG GET/SET` and as
-//! lines of redis.conf after the `loadmodule` line.
+//! `rlock.publish`, `rlock.token-gap`, `rlock.failover-delay`. Readable and settable with
+//! `CONFIG GET/SET` and as lines of redis.conf after the `loadmodule` line.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -13,6 +13,10 @@ pub static DEFAULT_LEASE: AtomicI64 = AtomicI64::new(DEFAULT_LEASE_MS);
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
 /// Ten years: a bound that catches unit mistakes without limiting real use.
 pub const MAX_LEASE_MS: i64 = 315_360_000_000;
+
+/// How long a promoted replica grants no fresh holding of a lock it does not have (ms).
+pub static FAILOVER_DELAY: AtomicI64 = AtomicI64::new(DEFAULT_FAILOVER_DELAY_MS);
+pub const DEFAULT_FAILOVER_DELAY_MS: i64 = 30_000;
 
 /// How far a promoted replica moves its token counter ahead.
 pub static TOKEN_GAP: AtomicI64 = AtomicI64::new(DEFAULT_TOKEN_GAP);
@@ -41,6 +45,10 @@ pub static PUBLISH: Mutex<PublishMode> = Mutex::new(PublishMode::publish);
 
 pub fn default_lease() -> i64 {
     DEFAULT_LEASE.load(Ordering::Relaxed)
+}
+
+pub fn failover_delay() -> i64 {
+    FAILOVER_DELAY.load(Ordering::Relaxed)
 }
 
 pub fn token_gap() -> i64 {

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use redis_module::raw;
 
 use crate::error::LockError;
-use crate::store::api;
-use crate::{config, expiry, guard, persist, token, waiters, TOKENS};
+use crate::ffi::api;
+use crate::token::{self, TOKENS};
+use crate::{blocked, config, expiry, gate, guard, node, persist, store, waiters};
 
 /// Keyspace events (generic, expired, evicted): any event on a lock with waiters makes the
 /// module check it at once. Redis calls this for every such event on any key, the module's
@@ -20,7 +21,7 @@ unsafe extern "C" fn on_key_event(
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    if waiters::self_notifying() || !waiters::any() {
+    if store::self_notifying() || !waiters::any() {
         return 0;
     }
     guard::callback("keyspace event", || {
@@ -76,15 +77,27 @@ unsafe extern "C" fn on_flush(
     });
 }
 
+/// Promotion: tokens skip ahead, and the failover delay starts. Demotion: nobody may wait
+/// here any more (Redis has already ended the waits of blocked clients; this ends any left).
 unsafe extern "C" fn on_role_change(
-    _ctx: *mut raw::RedisModuleCtx,
+    ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     subevent: u64,
     _data: *mut c_void,
 ) {
-    if subevent == raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER {
-        TOKENS.skip(config::token_gap());
-    }
+    guard::callback("role change", || {
+        match subevent {
+            raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER => {
+                TOKENS.skip(config::token_gap());
+                gate::promoted(node::now_ms());
+            }
+            raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
+                blocked::refuse(ctx, waiters::take_all(), gate::DEMOTED);
+            }
+            _ => {}
+        }
+        Ok(())
+    });
 }
 
 /// After an RDB or AOF load, tokens skip ahead as on a promotion: tokens issued after the

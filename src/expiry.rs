@@ -1,51 +1,93 @@
 //! Lease expiry for locks with waiters (SPEC.md §3): the module, not Redis's sampled
 //! expiry, notices the end of a lease and hands the lock on.
 //!
-//! For a lock with waiters one timer is armed at the lease deadline + 1 ms, and any
-//! keyspace event on the key (a `DEL`, a script's unlock, Redis's own expiry, eviction) or
-//! a `FLUSHDB` arms an immediate check. A check is idempotent: a free lock goes to the
-//! first waiter, a held one gets its timer re-armed at its deadline.
+//! For a lock with waiters one timer is armed at the lease deadline, and any keyspace event
+//! on the key (a `DEL`, a script's unlock, Redis's own expiry, eviction) or a `FLUSHDB` arms
+//! an immediate check. A check is idempotent: a free lock goes to the first waiter, a held
+//! one gets its timer re-armed at its deadline.
 
 use std::ffi::{c_int, c_void};
 
 use redis_module::raw;
 
 use crate::error::LockError;
-use crate::store::{api, LockKey, OwnedString};
-use crate::waiters::{self, hand_off, now_ms, queue_len, selected_db, while_self_notifying};
-use crate::{guard, info, token};
+use crate::ffi::{api, OwnedString};
+use crate::gate::{self, Verdict};
+use crate::handoff::{self, Handed, Vacancy};
+use crate::registry::Db;
+use crate::store::{while_self_notifying, LockKey, Mode};
+use crate::{blocked, counters, guard, node, token, waiters};
 
-/// The lease of `key` now ends at `deadline_ms`: make sure a check runs right after it.
-pub fn deadline_changed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) {
+/// Why a check runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// A lease is due to end (a handoff then counts in `expiry_handoffs`).
+    LeaseEnd,
+    /// Something happened to the key, or the key was expired by Redis.
+    Event { expired: bool },
+}
+
+impl Cause {
+    /// Whether the check is about a lease that ran out (a timer at the deadline, or Redis
+    /// expiring the key).
+    fn is_lease_end(self) -> bool {
+        matches!(self, Cause::LeaseEnd | Cause::Event { expired: true })
+    }
+}
+
+struct Check {
+    db: Db,
+    key: Vec<u8>,
+    cause: Cause,
+    /// The time (Unix ms) this check was armed for; 0 for an immediate check.
+    fire_at: i64,
+}
+
+/// The lease of `key` now ends at `deadline_ms`: if the lock has waiters, make sure a check
+/// runs right after it.
+pub fn lease_moved(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) {
     if !waiters::any() {
         return;
     }
-    let db = selected_db(ctx);
-    if queue_len(db, key) > 0 {
+    let db = node::selected_db(ctx);
+    if waiters::queue_len(db, key) > 0 {
         arm(ctx, db, key, deadline_ms);
+    }
+}
+
+/// A lock was handed on: the new holder's lease is the one to watch.
+pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Option<Handed>) {
+    if let Some(h) = handed {
+        lease_moved(ctx, key, h.deadline_ms);
     }
 }
 
 /// A keyspace event on `key`: if the lock has waiters, check it right away.
 pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
-    let db = selected_db(ctx);
-    if queue_len(db, key) > 0 {
-        schedule(ctx, Check::now(db, key.to_vec(), expired), 0);
+    let db = node::selected_db(ctx);
+    if waiters::queue_len(db, key) > 0 {
+        schedule(
+            ctx,
+            Check::now(db, key.to_vec(), Cause::Event { expired }),
+            0,
+        );
     }
 }
 
 /// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended: check every lock with waiters.
 pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
+    let db = (db >= 0).then_some(db);
     for (d, key) in waiters::queued_keys(db) {
-        schedule(ctx, Check::now(d, key, false), 0);
+        let check = Check::now(d, key, Cause::Event { expired: false });
+        schedule(ctx, check, 0);
     }
 }
 
 /// Arms a check at `deadline_ms` (Unix ms), unless an earlier one is pending.
-pub fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i64) {
+pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) {
     // The lease is over when the clock reaches its deadline (Redis itself would keep the
     // key through that millisecond): the check hands it on then.
-    if waiters::claim_timer(db, key, deadline_ms) {
+    if waiters::claim_check(db, key, deadline_ms) {
         // Rounded down: Redis's event loop may wake up to 1 ms after a timer is due, so
         // the timer aims at the start of the deadline's millisecond and a check that comes
         // early re-arms for the next turn of the loop.
@@ -57,29 +99,20 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: c_int, key: &[u8], deadline_ms: i6
         let check = Check {
             db,
             key: key.to_vec(),
-            expiry: true,
+            cause: Cause::LeaseEnd,
             fire_at: deadline_ms,
         };
         schedule(ctx, check, delay);
     }
 }
 
-struct Check {
-    db: c_int,
-    key: Vec<u8>,
-    /// The check is for a lease that ran out (counted in `expiry_handoffs`).
-    expiry: bool,
-    /// The time (Unix ms) this check was armed for; 0 for an immediate check.
-    fire_at: i64,
-}
-
 impl Check {
     /// A check to run at once.
-    fn now(db: c_int, key: Vec<u8>, expiry: bool) -> Check {
+    fn now(db: Db, key: Vec<u8>, cause: Cause) -> Check {
         Check {
             db,
             key,
-            expiry,
+            cause,
             fire_at: 0,
         }
     }
@@ -97,15 +130,27 @@ extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands us back the box made in `schedule`; it is ours to free.
     let check = unsafe { Box::from_raw(data.cast::<Check>()) };
     guard::callback("lock expiry timer", || {
-        waiters::timer_fired(check.db, &check.key, now_ms().max(check.fire_at));
+        waiters::check_ran(check.db, &check.key, node::now_ms().max(check.fire_at));
         check_lock(ctx, &check)
     });
 }
 
-/// Hands a free lock to its first waiter, or re-arms the timer of a held one.
+/// Hands a free lock to its first waiter, or re-arms the timer of a held one; on a node
+/// that may not write now, comes back later (or sends the waiters away, on a replica).
 fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockError> {
-    if queue_len(check.db, &check.key) == 0 {
+    if waiters::queue_len(check.db, &check.key) == 0 {
         return Ok(());
+    }
+    match gate::writes(ctx) {
+        Verdict::Go => {}
+        Verdict::Later(ms) => {
+            arm(ctx, check.db, &check.key, node::now_ms().saturating_add(ms));
+            return Ok(());
+        }
+        Verdict::Refuse(text) => {
+            blocked::refuse_queue(ctx, check.db, &check.key, text);
+            return Ok(());
+        }
     }
     let select = api!(RedisModule_SelectDb);
     unsafe { select(ctx, check.db) };
@@ -120,26 +165,41 @@ fn serve_or_rearm(
     check: &Check,
     name: &OwnedString,
 ) -> Result<(), LockError> {
-    let key = LockKey::open(ctx, name.0, true)?;
-    match key.read() {
-        Ok(None) => {
-            if hand_off(check.db, &key, false)?.is_some() && check.expiry {
-                info::EXPIRY_HANDOFFS.bump();
-            }
-        }
+    let key = LockKey::open(ctx, name.0, Mode::Write)?;
+    let lease_end = check.cause.is_lease_end();
+    let vacancy = match key.read() {
+        Ok(None) => Some(Vacancy::Free),
         // The lease ended this millisecond: the holding is over.
-        Ok(Some(_)) if check.expiry && key.ttl_ms()? == 0 => {
-            if hand_off(check.db, &key, true)?.is_some() {
-                info::EXPIRY_HANDOFFS.bump();
-            }
-        }
-        Ok(Some(_)) => {}
+        Ok(Some(_)) if lease_end && key.ttl_ms()? == 0 => Some(Vacancy::Ended),
+        Ok(Some(_)) => None,
         // Not a lock any more: waiters keep waiting until it is one, or they time out.
         Err(_) => return Ok(()),
+    };
+    if let Some(vacancy) = vacancy {
+        let key_here = vacancy == Vacancy::Ended;
+        if let Some(redirect) = gate::route(ctx, &check.key, key_here).redirect() {
+            // The key left this node (a migration), or its slot did: never re-create it
+            // here; its waiters queue again where it is served.
+            blocked::refuse_queue(ctx, check.db, &check.key, &redirect);
+            return Ok(());
+        }
+        if let Some(until) = gate::fenced_until(node::now_ms()) {
+            arm(ctx, check.db, &check.key, until);
+            return Ok(());
+        }
+        let handed = handoff::hand_off(ctx, check.db, &key, vacancy)?;
+        if handed.is_some() && lease_end {
+            counters::EXPIRY_HANDOFFS.bump();
+        }
     }
     let ttl = key.ttl_ms()?;
-    if ttl >= 0 && queue_len(check.db, &check.key) > 0 {
-        arm(ctx, check.db, &check.key, now_ms().saturating_add(ttl));
+    if ttl >= 0 && waiters::queue_len(check.db, &check.key) > 0 {
+        arm(
+            ctx,
+            check.db,
+            &check.key,
+            node::now_ms().saturating_add(ttl),
+        );
     }
     Ok(())
 }

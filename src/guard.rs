@@ -9,8 +9,8 @@ use std::sync::Once;
 
 use redis_module::logging;
 
-use crate::commands::Reply;
 use crate::error::LockError;
+use crate::reply::Reply;
 
 /// Runs a command body; a panic becomes an `ERR internal` error.
 pub fn command(

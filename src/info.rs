@@ -1,46 +1,13 @@
-//! `INFO rlock`: counters and gauges (SPEC.md §7). Redis prefixes each field with the
-//! module name, so `acquired` shows as `rlock_acquired`.
+//! The `rlock` section of `INFO` (SPEC.md §7): the counters of `counters.rs` and gauges.
+//! Redis prefixes each field with the module name, so `acquired` shows as `rlock_acquired`.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 use redis_module::raw;
 
-use crate::{token, waiters, TOKENS};
-
-/// A monotonic event counter.
-pub struct Counter(AtomicI64);
-
-impl Counter {
-    const fn new() -> Self {
-        Counter(AtomicI64::new(0))
-    }
-
-    pub fn bump(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn get(&self) -> i64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// Fresh holdings granted by `LOCK.ACQUIRE` itself.
-pub static ACQUIRED: Counter = Counter::new();
-/// Acquisitions by the holder that only raised the count.
-pub static REENTERED: Counter = Counter::new();
-/// Successful `LOCK.RELEASE` calls.
-pub static RELEASED: Counter = Counter::new();
-/// `LOCK.RENEW` calls that answered 1.
-pub static RENEWED: Counter = Counter::new();
-/// Locks handed directly to a queued waiter, whatever freed them.
-pub static HANDOFFS: Counter = Counter::new();
-/// Handoffs caused by a lease running out.
-pub static EXPIRY_HANDOFFS: Counter = Counter::new();
-/// Waiters whose `WAIT` ran out.
-pub static WAIT_TIMEOUTS: Counter = Counter::new();
-/// `NOTHELD` errors sent.
-pub static NOT_HELD_ERRORS: Counter = Counter::new();
+use crate::counters;
+use crate::token::{self, TOKENS};
+use crate::{gate, node, waiters};
 
 /// Registers the `rlock` section of `INFO`.
 pub fn register(ctx: *mut raw::RedisModuleCtx) {
@@ -48,23 +15,14 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) {
 }
 
 extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let counters: [(&str, &Counter); 8] = [
-        ("acquired", &ACQUIRED),
-        ("reentered", &REENTERED),
-        ("released", &RELEASED),
-        ("renewed", &RENEWED),
-        ("handoffs", &HANDOFFS),
-        ("expiry_handoffs", &EXPIRY_HANDOFFS),
-        ("wait_timeouts", &WAIT_TIMEOUTS),
-        ("not_held_errors", &NOT_HELD_ERRORS),
-    ];
     let (queued, queues) = waiters::gauges();
     let gauges = [
         ("waiters", to_i64(queued)),
         ("locks_with_waiters", to_i64(queues)),
         ("next_token", TOKENS.peek(token::now_us())),
+        ("failover_delay_remaining", failover_delay_remaining()),
     ];
-    let fields = counters
+    let fields = counters::ALL
         .iter()
         .map(|(name, c)| (*name, c.get()))
         .chain(gauges);
@@ -72,6 +30,12 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_i
     for (name, value) in fields {
         raw::add_info_field_long_long(ctx, name, value);
     }
+}
+
+/// Milliseconds left of the failover delay (0: none).
+fn failover_delay_remaining() -> i64 {
+    let now = node::now_ms();
+    gate::fenced_until(now).map_or(0, |until| until - now)
 }
 
 fn to_i64(n: usize) -> i64 {

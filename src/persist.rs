@@ -12,8 +12,10 @@ use std::ffi::{c_int, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
-use crate::store::{token_field, OwnedString};
-use crate::TOKENS;
+use crate::args::strict_i64;
+use crate::ffi::OwnedString;
+use crate::store::token_field;
+use crate::token::TOKENS;
 
 /// Version of the auxiliary field's encoding.
 const ENCODING_VERSION: i32 = 0;
@@ -115,7 +117,7 @@ unsafe extern "C" fn observe_key(
         return;
     }
     let value = OwnedString::adopt(ctx, value);
-    if let Some(token) = crate::args::strict_i64(value.bytes()).filter(|t| *t >= 0) {
+    if let Some(token) = strict_i64(value.bytes()).filter(|t| *t >= 0) {
         TOKENS.observe(token);
     }
 }

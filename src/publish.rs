@@ -9,7 +9,7 @@ use redis_module::raw;
 use crate::channel::{write_release_channel, RELEASE_MESSAGE};
 use crate::config::{self, PublishMode, CHANNEL_PREFIX};
 use crate::error::LockError;
-use crate::store::{api, kept, OwnedString};
+use crate::ffi::{api, kept, OwnedString};
 
 thread_local! {
     /// The channel name being built: its memory is reused from one release to the next.

@@ -10,6 +10,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The fencing-token counter of this node.
+pub static TOKENS: TokenClock = TokenClock::new();
+
 /// The highest token issued or seen by this node.
 pub struct TokenClock {
     last: AtomicI64,

@@ -10,11 +10,12 @@ use support::{
     error_text, expect_error, field, info, int, module_path, pairs, pttl, raw, text_of, Server,
 };
 
-const CONFIGS: [(&str, &str); 4] = [
+const CONFIGS: [(&str, &str); 5] = [
     ("rlock.default-lease", "30000"),
     ("rlock.channel-prefix", "redisson_lock__channel"),
     ("rlock.publish", "publish"),
     ("rlock.token-gap", "1048576"),
+    ("rlock.failover-delay", "30000"),
 ];
 
 const COMMANDS: [&str; 5] = [
@@ -65,6 +66,7 @@ fn configs_can_be_set_at_runtime() {
         ("rlock.publish", "none"),
         ("rlock.publish", "publish"),
         ("rlock.token-gap", "4096"),
+        ("rlock.failover-delay", "0"),
     ];
     for (name, value) in values {
         assert_eq!(
@@ -215,10 +217,11 @@ const COUNTERS: [&str; 8] = [
     "rlock_not_held_errors",
 ];
 
-const GAUGES: [&str; 3] = [
+const GAUGES: [&str; 4] = [
     "rlock_waiters",
     "rlock_locks_with_waiters",
     "rlock_next_token",
+    "rlock_failover_delay_remaining",
 ];
 
 fn rlock_info(con: &mut redis::Connection) -> BTreeMap<String, i64> {

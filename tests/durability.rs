@@ -124,6 +124,18 @@ fn push_counter_ahead(con: &mut redis::Connection, gap: i64) {
         .arg("ONE")
         .query(con)
         .expect("replicaof no one");
+    no_failover_delay(con);
+}
+
+/// Ends the failover delay a promotion starts: these tests are about tokens, and take
+/// fresh locks on a promoted node at once.
+fn no_failover_delay(con: &mut redis::Connection) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rlock.failover-delay")
+        .arg(0)
+        .query(con)
+        .expect("config set");
 }
 
 /// Acquires and releases a lock; returns its token.
@@ -312,6 +324,7 @@ fn promote(replica: &Server) -> redis::Connection {
         .arg("ONE")
         .query(&mut con)
         .expect("promote");
+    no_failover_delay(&mut con);
     con
 }
 
@@ -367,6 +380,7 @@ fn replica_attached_by_full_sync_only_skips_past_the_masters_tokens() {
         .arg("ONE")
         .query(&mut r)
         .expect("promote");
+    no_failover_delay(&mut r);
     let next = int(&mut r, &["LOCK.ACQUIRE", "new", "o"]);
     assert!(
         next >= highest + gap,

@@ -182,6 +182,11 @@ fn promoted_replica_issues_tokens_above_replicated_ones() {
 
     let mut rcon = replica.conn();
     assert_eq!(raw(&mut rcon, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
+    // This test is about tokens: end the failover delay the promotion started.
+    assert_eq!(
+        raw(&mut rcon, &["CONFIG", "SET", "rlock.failover-delay", "0"]),
+        Value::Okay
+    );
     let token = int(&mut rcon, &["LOCK.ACQUIRE", "after-failover", "b"]);
     assert!(
         token >= max_token + 1_048_576,

@@ -3,12 +3,14 @@
 use redis_module::raw;
 
 use crate::args::{self, Options};
+use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
+use crate::handoff::{self, Vacancy};
 use crate::lock::{self, AcquireStep};
-use crate::store::{Apply, LockKey};
-use crate::{blocked, config, info, token, waiters, TOKENS};
-
-use super::{Args, Reply};
+use crate::reply::Reply;
+use crate::store::{LockEntry, LockKey, Mode, Over};
+use crate::token::{self, TOKENS};
+use crate::{config, counters, expiry, gate, node, waiting};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct AcquireArgs<'a> {
@@ -33,56 +35,46 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let now = now_us.div_euclid(1000);
     let parsed = parse(args.bytes(), now)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let key = LockKey::open(ctx, args.key()?, true)?;
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let owner = args.name(2)?;
-    let db = waiters::selected_db(ctx);
+    let db = node::selected_db(ctx);
     let mut current = key.read_as(&owner)?;
+    // During the failover delay a lock this node does not have is granted to nobody.
+    let fenced = gate::fenced_until(now).is_some();
     // A lock freed behind the module's back goes to its queue before any newcomer.
-    if current.is_none() && waiters::hand_off(db, &key, false)?.is_some() {
-        current = key.read_as(&owner)?;
+    if current.is_none() && !fenced {
+        let handed = handoff::hand_off(ctx, db, &key, Vacancy::Free)?;
+        if handed.is_some() {
+            expiry::handed(ctx, key.name(), handed);
+            current = key.read_as(&owner)?;
+        }
     }
-    match lock::acquire(current.as_ref(), parsed.owner) {
-        AcquireStep::Fresh => {
-            let token = TOKENS.issue(now_us);
-            let holding = Apply {
-                owner,
-                holds: 1,
-                token,
-                deadline_ms: now.saturating_add(lease),
-            };
-            key.apply(&holding, false, false)?;
-            info::ACQUIRED.bump();
-            Ok(Reply::Integer(token))
+    let deadline_ms = now.saturating_add(lease);
+    let (holds, token, over, counter) = match lock::acquire(current.as_ref(), parsed.owner) {
+        AcquireStep::Fresh if !fenced => {
+            (1, TOKENS.issue(now_us), Over::Nothing, &counters::ACQUIRED)
         }
-        AcquireStep::Reenter { count, token } => {
-            let holding = Apply {
-                owner,
-                holds: count,
-                token,
-                deadline_ms: now.saturating_add(lease),
-            };
-            key.apply(&holding, false, true)?;
-            info::REENTERED.bump();
-            Ok(Reply::Integer(token))
-        }
-        AcquireStep::Contended => match parsed.options.wait {
-            Some(wait) if can_block(ctx) => {
-                blocked::block(ctx, db, &key, parsed.owner, lease, wait)?;
-                Ok(Reply::Sent)
+        AcquireStep::Reenter { count, token } => (count, token, Over::Itself, &counters::REENTERED),
+        // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
+        AcquireStep::Fresh | AcquireStep::Contended => match parsed.options.wait {
+            Some(wait) if node::can_block(ctx) => {
+                waiting::wait(ctx, db, &key, parsed.owner, lease, wait)?;
+                return Ok(Reply::Sent);
             }
-            _ => Ok(Reply::Nil),
+            _ => return Ok(Reply::Nil),
         },
-        AcquireStep::CountOverflow => Err(LockError::CountOverflow),
-    }
-}
-
-/// Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
-fn can_block(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) } as u32;
-    let no_blocking = raw::REDISMODULE_CTX_FLAGS_MULTI
-        | raw::REDISMODULE_CTX_FLAGS_LUA
-        | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
-    flags & no_blocking == 0
+        AcquireStep::CountOverflow => return Err(LockError::CountOverflow),
+    };
+    let holding = LockEntry {
+        owner,
+        holds,
+        token,
+        deadline_ms,
+    };
+    key.write_holding(&holding, over)?;
+    expiry::lease_moved(ctx, key.name(), deadline_ms);
+    counter.bump();
+    Ok(Reply::Integer(token))
 }
 
 #[cfg(test)]

@@ -7,11 +7,12 @@
 use redis_module::raw;
 
 use crate::args::{self, strict_i64};
+use crate::dispatch::Args;
 use crate::error::LockError;
-use crate::store::{Apply, LockKey};
-use crate::TOKENS;
-
-use super::{Args, Reply};
+use crate::node;
+use crate::reply::Reply;
+use crate::store::{LockEntry, LockKey, Mode};
+use crate::token::TOKENS;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApplyArgs {
@@ -40,18 +41,18 @@ pub fn parse(argv: &[&[u8]]) -> Result<ApplyArgs, LockError> {
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = parse(args.bytes())?;
-    if !super::from_replication(ctx) {
+    if !node::from_replication(ctx) {
         return Err(LockError::ApplyFromClient);
     }
     let owner = args.name(2)?;
-    let key = LockKey::open(ctx, args.key()?, true)?;
-    let holding = Apply {
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
+    let holding = LockEntry {
         owner,
         holds: parsed.holds,
         token: parsed.token,
         deadline_ms: parsed.deadline_ms,
     };
-    key.apply(&holding, key.holds_other_than(owner.bytes), false)?;
+    key.write_holding(&holding, key.over_for(owner.bytes))?;
     TOKENS.observe(parsed.token);
     Ok(Reply::Ok)
 }

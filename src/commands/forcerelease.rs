@@ -2,10 +2,11 @@
 
 use redis_module::raw;
 
+use crate::dispatch::Args;
 use crate::error::LockError;
-use crate::store::LockKey;
-
-use super::{Args, Replicate, Reply};
+use crate::reply::Reply;
+use crate::store::{LockKey, Mode, Replicate};
+use crate::{expiry, handoff};
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -17,10 +18,11 @@ pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;
-    let key = LockKey::open(ctx, args.key()?, true)?;
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     if key.read()?.is_none() {
         return Ok(Reply::Integer(0));
     }
-    super::free(ctx, &key, Replicate::Del)?;
+    let handed = handoff::end_holding(ctx, &key, Replicate::Del)?;
+    expiry::handed(ctx, key.name(), handed);
     Ok(Reply::Integer(1))
 }

@@ -4,11 +4,12 @@ use std::ffi::c_char;
 
 use redis_module::raw;
 
+use crate::dispatch::Args;
 use crate::error::LockError;
-use crate::store::{api, LockKey};
-use crate::waiters;
-
-use super::{Args, Reply};
+use crate::ffi::api;
+use crate::reply::Reply;
+use crate::store::{LockKey, Mode};
+use crate::{node, waiters};
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -20,12 +21,12 @@ pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;
-    let key = LockKey::open(ctx, args.key()?, false)?;
+    let key = LockKey::open(ctx, args.key()?, Mode::Read)?;
     let Some(holding) = key.read()? else {
         return Ok(Reply::Nil);
     };
     let ttl = key.ttl_ms()?;
-    let waiting = waiters::queue_len(waiters::selected_db(ctx), key.name());
+    let waiting = waiters::queue_len(node::selected_db(ctx), key.name());
     let reply_map = api!(RedisModule_ReplyWithMap);
     let reply_buffer = api!(RedisModule_ReplyWithStringBuffer);
     let reply_int = api!(RedisModule_ReplyWithLongLong);

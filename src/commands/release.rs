@@ -3,12 +3,12 @@
 use redis_module::raw;
 
 use crate::args;
+use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
-use crate::info;
 use crate::lock::{self, ReleaseStep};
-use crate::store::LockKey;
-
-use super::{Args, Replicate, Reply};
+use crate::reply::Reply;
+use crate::store::{LockKey, Mode, Replicate};
+use crate::{counters, expiry, handoff};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReleaseArgs<'a> {
@@ -32,7 +32,7 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, LockError> {
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let ReleaseArgs { owner, token } = parse(args.bytes())?;
-    let key = LockKey::open(ctx, args.key()?, true)?;
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let name = args.name(2)?;
     let current = key
         .read_as(&name)?
@@ -40,18 +40,19 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     match lock::release(current.as_ref(), owner) {
         ReleaseStep::Remaining(count) => {
             key.write_count(&name, count)?;
-            info::RELEASED.bump();
+            counters::RELEASED.bump();
             Ok(Reply::Integer(count))
         }
         ReleaseStep::Freed => {
             // Replayed on a replica or from the AOF, the lock is there with this one hold
             // (it cannot expire there), so the command deletes it as it did here.
-            super::free(ctx, &key, Replicate::Command)?;
-            info::RELEASED.bump();
+            let handed = handoff::end_holding(ctx, &key, Replicate::Command)?;
+            expiry::handed(ctx, key.name(), handed);
+            counters::RELEASED.bump();
             Ok(Reply::Integer(0))
         }
         ReleaseStep::NotHeld => {
-            info::NOT_HELD_ERRORS.bump();
+            counters::NOT_HELD_ERRORS.bump();
             Err(LockError::NotHeld {
                 key: key.name().to_vec(),
                 owner: owner.to_vec(),

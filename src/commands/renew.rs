@@ -3,11 +3,11 @@
 use redis_module::raw;
 
 use crate::args;
+use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
-use crate::store::LockKey;
-use crate::{config, info, waiters};
-
-use super::{Args, Reply};
+use crate::reply::Reply;
+use crate::store::{LockKey, Mode};
+use crate::{config, counters, expiry, node};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RenewArgs<'a> {
@@ -32,9 +32,9 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<RenewArgs<'a>, LockEr
 }
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
-    let now = waiters::now_ms();
+    let now = node::now_ms();
     let parsed = parse(args.bytes(), now)?;
-    let key = LockKey::open(ctx, args.key()?, true)?;
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let owner = args.name(2)?;
     match key.read_as(&owner)? {
         Some(holding)
@@ -42,8 +42,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
                 && parsed.token.is_none_or(|t| holding.token == t) =>
         {
             let lease = parsed.lease.unwrap_or_else(config::default_lease);
-            key.set_deadline(now.saturating_add(lease))?;
-            info::RENEWED.bump();
+            let deadline_ms = now.saturating_add(lease);
+            key.set_deadline(deadline_ms)?;
+            expiry::lease_moved(ctx, key.name(), deadline_ms);
+            counters::RENEWED.bump();
             Ok(Reply::Integer(1))
         }
         _ => Ok(Reply::Integer(0)),

@@ -1,30 +1,45 @@
 //! Reading a lock's hash and its TTL; `write.rs` writes them and replicates every write.
+//! The store is a leaf over Redis's key API: it arms no timer and serves no waiter (callers
+//! tell the lease timers when a deadline moves).
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use redis_module::raw;
 
 use crate::args::strict_i64;
 use crate::error::LockError;
+use crate::ffi::{api, kept, OwnedString};
 use crate::lock::{Holding, TOKEN_FIELD};
 
 mod write;
 
-pub use write::{Apply, Replicate};
+pub use write::{LockEntry, Over, Replicate};
 
-/// Fetches a function pointer of the module API, or fails with an error naming it when
-/// this server does not export it.
-macro_rules! api {
-    ($name:ident) => {
-        match unsafe { raw::$name } {
-            Some(f) => f,
-            None => return Err(LockError::MissingApi(stringify!($name))),
-        }
-    };
+/// How a key is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Read,
+    Write,
 }
-pub(crate) use api;
+
+/// Set while the module sends keyspace events for its own writes, so that the module's own
+/// event subscriber ignores them. Read on every keyspace event of the server: one load.
+static SELF_NOTIFYING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the module is sending events for its own writes.
+pub fn self_notifying() -> bool {
+    SELF_NOTIFYING.load(Ordering::Relaxed)
+}
+
+/// Runs `f` (which emits keyspace events for the module's own writes) so that those events
+/// are known as the module's own.
+pub fn while_self_notifying(f: impl FnOnce()) {
+    let before = SELF_NOTIFYING.swap(true, Ordering::Relaxed);
+    f();
+    SELF_NOTIFYING.store(before, Ordering::Relaxed);
+}
 
 /// The (field, value) pairs of a hash.
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
@@ -46,20 +61,19 @@ pub struct LockKey {
 }
 
 impl LockKey {
-    /// Opens `name` for reading and writing. The key handle is closed on drop.
+    /// Opens `name`. The key handle is closed on drop.
     pub fn open(
         ctx: *mut raw::RedisModuleCtx,
         name: *mut raw::RedisModuleString,
-        write: bool,
+        mode: Mode,
     ) -> Result<LockKey, LockError> {
         let open = api!(RedisModule_OpenKey);
-        let mode = raw::REDISMODULE_READ | if write { raw::REDISMODULE_WRITE } else { 0 };
+        let mode = match mode {
+            Mode::Read => raw::REDISMODULE_READ,
+            Mode::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
+        };
         let key = unsafe { open(ctx, name, mode as c_int) };
         Ok(LockKey { ctx, key, name })
-    }
-
-    pub fn ctx(&self) -> *mut raw::RedisModuleCtx {
-        self.ctx
     }
 
     pub fn name(&self) -> &[u8] {
@@ -208,82 +222,6 @@ pub fn token_field() -> Result<*mut raw::RedisModuleString, LockError> {
     kept(&FIELD, TOKEN_FIELD)
 }
 
-/// The string `bytes`, made on first use into `cell` and kept for the module's lifetime
-/// (commands read it, and Redis only ever adds references to it).
-pub fn kept(
-    cell: &AtomicPtr<raw::RedisModuleString>,
-    bytes: &[u8],
-) -> Result<*mut raw::RedisModuleString, LockError> {
-    let cached = cell.load(Ordering::Relaxed);
-    if !cached.is_null() {
-        return Ok(cached);
-    }
-    let create = api!(RedisModule_CreateString);
-    // No context: a string that is never freed automatically.
-    let made = unsafe {
-        create(
-            ptr::null_mut(),
-            bytes.as_ptr().cast::<c_char>(),
-            bytes.len(),
-        )
-    };
-    cell.store(made, Ordering::Relaxed);
-    Ok(made)
-}
-
-/// A module string freed on drop.
-pub struct OwnedString(pub *mut raw::RedisModuleString, *mut raw::RedisModuleCtx);
-
-impl OwnedString {
-    /// Takes ownership of a non-null string the module API returned.
-    pub fn adopt(ctx: *mut raw::RedisModuleCtx, s: *mut raw::RedisModuleString) -> OwnedString {
-        OwnedString(s, ctx)
-    }
-
-    /// A decimal integer as a module string.
-    pub fn number(ctx: *mut raw::RedisModuleCtx, n: i64) -> Result<OwnedString, LockError> {
-        let mut digits = [0; 20];
-        OwnedString::new(ctx, decimal(n, &mut digits))
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        redis_module::RedisString::string_as_slice(self.0)
-    }
-
-    pub fn new(ctx: *mut raw::RedisModuleCtx, bytes: &[u8]) -> Result<OwnedString, LockError> {
-        let create = api!(RedisModule_CreateString);
-        let s = unsafe { create(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
-        Ok(OwnedString(s, ctx))
-    }
-}
-
-impl Drop for OwnedString {
-    fn drop(&mut self) {
-        if let Some(free) = unsafe { raw::RedisModule_FreeString } {
-            unsafe { free(self.1, self.0) };
-        }
-    }
-}
-
-/// `n` in decimal, written at the end of `buf` (20 bytes hold `i64::MIN`).
-fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut rest = n.unsigned_abs();
-    let mut start = buf.len();
-    for slot in buf.iter_mut().rev() {
-        *slot = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        start -= 1;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        start -= 1;
-        buf[start] = b'-';
-    }
-    &buf[start..]
-}
-
 unsafe extern "C" fn collect_field(
     _key: *mut raw::RedisModuleKey,
     field: *mut raw::RedisModuleString,
@@ -295,17 +233,4 @@ unsafe extern "C" fn collect_field(
     let field = redis_module::RedisString::string_as_slice(field).to_vec();
     let value = redis_module::RedisString::string_as_slice(value).to_vec();
     fields.push((field, value));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decimal;
-
-    #[test]
-    fn decimal_writes_every_i64() {
-        for n in [0, 1, 9, 10, -1, 1_732_000_000_123_456, i64::MAX, i64::MIN] {
-            let mut buf = [0; 20];
-            assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
-        }
-    }
 }

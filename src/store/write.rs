@@ -17,8 +17,9 @@ use std::sync::atomic::AtomicPtr;
 
 use redis_module::raw;
 
-use super::{api, kept, token_field, LockKey, Name, OwnedString};
+use super::{token_field, while_self_notifying, LockKey, Name};
 use crate::error::LockError;
+use crate::ffi::{api, kept, OwnedString};
 
 /// How a deletion that frees a lock reaches replicas and the AOF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +55,8 @@ impl Decimal {
     }
 }
 
-/// A holding as `LOCK.APPLY` writes it.
-pub struct Apply<'a> {
+/// A holding as it is written (and as `LOCK.APPLY` replicates it).
+pub struct LockEntry<'a> {
     pub owner: Name<'a>,
     pub holds: i64,
     /// 0: the lock has no `@token` field (a lock made by a script-based client).
@@ -63,19 +64,23 @@ pub struct Apply<'a> {
     pub deadline_ms: i64,
 }
 
+/// What the key holds when a holding is written over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Over {
+    /// Nothing, or a lock of the same owner: the fields are set in place.
+    Nothing,
+    /// Something else (another holder's lock, a lease that ran out): deleted first.
+    Other,
+    /// This very holding, reentered: its token field is left as it is.
+    Itself,
+}
+
 impl LockKey {
-    /// Makes the key exactly `holding` and replicates it as one `LOCK.APPLY`. `replace`:
-    /// the key holds something else, deleted first; `token_unchanged`: the key already
-    /// has this owner and token, so the token is not rewritten.
-    pub fn apply(
-        &self,
-        holding: &Apply<'_>,
-        replace: bool,
-        token_unchanged: bool,
-    ) -> Result<(), LockError> {
+    /// Makes the key exactly `holding` and replicates it as one `LOCK.APPLY`.
+    pub fn write_holding(&self, holding: &LockEntry<'_>, over: Over) -> Result<(), LockError> {
         let hash_set = api!(RedisModule_HashSet);
         let replicate = api!(RedisModule_Replicate);
-        if replace {
+        if over == Over::Other {
             self.delete_locally()?;
         }
         let holds = Decimal::new(self.ctx, holding.holds)?;
@@ -84,7 +89,7 @@ impl LockKey {
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
         let end = ptr::null_mut::<raw::RedisModuleString>();
         let owner = holding.owner.raw;
-        if holding.token > 0 && !token_unchanged {
+        if holding.token > 0 && over != Over::Itself {
             let field = token_field()?;
             unsafe { hash_set(self.key, flags, owner, holds.raw(), field, token.raw(), end) };
         } else {
@@ -107,12 +112,12 @@ impl LockKey {
         self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")
     }
 
-    /// Whether the key holds anything but a lock of `owner`, which `apply` must replace.
-    pub fn holds_other_than(&self, owner: &[u8]) -> bool {
+    /// What a holding of `owner` would be written over.
+    pub fn over_for(&self, owner: &[u8]) -> Over {
         match self.read() {
-            Ok(None) => false,
-            Ok(Some(current)) => !current.is_held_by(owner),
-            Err(_) => true,
+            Ok(None) => Over::Nothing,
+            Ok(Some(current)) if current.is_held_by(owner) => Over::Nothing,
+            _ => Over::Other,
         }
     }
 
@@ -157,7 +162,6 @@ impl LockKey {
     fn expire_at(&self, deadline_ms: i64) -> Result<(), LockError> {
         let set_abs_expire = api!(RedisModule_SetAbsExpire);
         unsafe { set_abs_expire(self.key, deadline_ms) };
-        crate::expiry::deadline_changed(self.ctx, self.name(), deadline_ms);
         Ok(())
     }
 
@@ -187,7 +191,7 @@ impl LockKey {
         let notify = api!(RedisModule_NotifyKeyspaceEvent);
         let signal = api!(RedisModule_SignalModifiedKey);
         unsafe { signal(self.ctx, self.name) };
-        crate::waiters::while_self_notifying(|| unsafe {
+        while_self_notifying(|| unsafe {
             notify(self.ctx, class, event.as_ptr(), self.name);
         });
         Ok(())

@@ -1,0 +1,50 @@
+//! The event counters of `INFO rlock` (SPEC.md §7): plain atomics, bumped where the events
+//! happen and read by `info.rs`.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// A monotonic event counter.
+pub struct Counter(AtomicI64);
+
+impl Counter {
+    const fn new() -> Self {
+        Counter(AtomicI64::new(0))
+    }
+
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Fresh holdings granted by `LOCK.ACQUIRE` itself.
+pub static ACQUIRED: Counter = Counter::new();
+/// Acquisitions by the holder that only raised the count.
+pub static REENTERED: Counter = Counter::new();
+/// Successful `LOCK.RELEASE` calls.
+pub static RELEASED: Counter = Counter::new();
+/// `LOCK.RENEW` calls that answered 1.
+pub static RENEWED: Counter = Counter::new();
+/// Locks handed directly to a queued waiter, whatever freed them.
+pub static HANDOFFS: Counter = Counter::new();
+/// Handoffs caused by a lease running out.
+pub static EXPIRY_HANDOFFS: Counter = Counter::new();
+/// Waiters whose `WAIT` ran out.
+pub static WAIT_TIMEOUTS: Counter = Counter::new();
+/// `NOTHELD` errors sent.
+pub static NOT_HELD_ERRORS: Counter = Counter::new();
+
+/// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
+pub const ALL: [(&str, &Counter); 8] = [
+    ("acquired", &ACQUIRED),
+    ("reentered", &REENTERED),
+    ("released", &RELEASED),
+    ("renewed", &RENEWED),
+    ("handoffs", &HANDOFFS),
+    ("expiry_handoffs", &EXPIRY_HANDOFFS),
+    ("wait_timeouts", &WAIT_TIMEOUTS),
+    ("not_held_errors", &NOT_HELD_ERRORS),
+];

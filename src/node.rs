@@ -1,0 +1,39 @@
+//! What this node is and what Redis lets the module do right now: the clock, the selected
+//! database, and the context flags a command or a callback runs under.
+
+use std::ffi::c_int;
+
+use redis_module::raw;
+
+/// Redis's clock in Unix milliseconds (the one TTLs are measured with).
+pub fn now_ms() -> i64 {
+    unsafe { raw::RedisModule_Milliseconds.map_or(0, |f| f()) }
+}
+
+/// The database the context has selected.
+pub fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
+    unsafe { raw::RedisModule_GetSelectedDb.map_or(0, |f| f(ctx)) }
+}
+
+/// The context flags (`REDISMODULE_CTX_FLAGS_*`).
+pub fn flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
+    (unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) }) as u32
+}
+
+/// Whether the command comes from the master or an AOF being loaded.
+pub fn from_replication(ctx: *mut raw::RedisModuleCtx) -> bool {
+    flags(ctx) & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
+}
+
+/// Whether the calling client may be blocked: not inside MULTI/EXEC or a script.
+pub fn can_block(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let no_blocking = raw::REDISMODULE_CTX_FLAGS_MULTI
+        | raw::REDISMODULE_CTX_FLAGS_LUA
+        | raw::REDISMODULE_CTX_FLAGS_DENY_BLOCKING;
+    flags(ctx) & no_blocking == 0
+}
+
+/// Whether the node runs in Redis Cluster mode.
+pub fn is_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
+    flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+}

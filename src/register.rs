@@ -1,0 +1,121 @@
+//! Hands the command table to Redis: each command is created with its flags and key
+//! positions, then given its key spec and `COMMAND DOCS` (summary, since, complexity,
+//! arity, arguments) through `RedisModule_SetCommandInfo`, which Redis 7.0 added; on an
+//! older server the commands work without docs.
+
+use std::ffi::{c_int, CStr};
+use std::mem::{size_of, zeroed};
+use std::ptr;
+
+use redis_module::raw;
+
+use crate::error::LockError;
+use crate::ffi::api;
+use crate::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
+
+const SINCE: &CStr = c"0.1.0";
+
+/// Creates every command of `table`, then sets its info where the server can.
+pub fn register(ctx: *mut raw::RedisModuleCtx, table: &[CommandSpec]) -> Result<(), LockError> {
+    let create = api!(RedisModule_CreateCommand);
+    for spec in table {
+        let created = unsafe {
+            create(
+                ctx,
+                spec.name.as_ptr(),
+                Some(spec.call),
+                spec.flags.as_ptr(),
+                1,
+                1,
+                1,
+            )
+        };
+        if created != raw::REDISMODULE_OK as c_int {
+            return Err(LockError::MissingApi("RedisModule_CreateCommand"));
+        }
+    }
+    if unsafe { raw::RedisModule_SetCommandInfo }.is_none() {
+        return Ok(());
+    }
+    table.iter().try_for_each(|spec| set_info(ctx, spec))
+}
+
+fn set_info(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), LockError> {
+    let get_command = api!(RedisModule_GetCommand);
+    let set_info = api!(RedisModule_SetCommandInfo);
+    let command = unsafe { get_command(ctx, spec.name.as_ptr()) };
+    if command.is_null() {
+        return Err(LockError::MissingApi("RedisModule_GetCommand"));
+    }
+    // Redis copies everything it is given; the arrays end with a zeroed entry.
+    let mut args: Vec<raw::RedisModuleCommandArg> = spec.args.iter().map(arg).collect();
+    args.push(unsafe { zeroed() });
+    let mut key_specs = [key_spec(spec.keys), unsafe { zeroed() }];
+    let version = raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: size_of::<raw::RedisModuleCommandArg>(),
+    };
+    let info = raw::RedisModuleCommandInfo {
+        version: &version,
+        summary: spec.summary.as_ptr(),
+        complexity: c"O(1)".as_ptr(),
+        since: SINCE.as_ptr(),
+        history: ptr::null_mut(),
+        tips: ptr::null(),
+        arity: spec.arity,
+        key_specs: key_specs.as_mut_ptr(),
+        args: args.as_mut_ptr(),
+    };
+    if unsafe { set_info(command, &info) } != raw::REDISMODULE_OK as c_int {
+        return Err(LockError::MissingApi("RedisModule_SetCommandInfo"));
+    }
+    Ok(())
+}
+
+/// The key spec of a command's one key: argument 1, read-only or read-write.
+fn key_spec(access: KeyAccess) -> raw::RedisModuleCommandKeySpec {
+    let flags = match access {
+        KeyAccess::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        // Redis takes one of INSERT, UPDATE and DELETE; a lock command may do any of them
+        // to its key, and UPDATE is what HSET declares.
+        KeyAccess::Write => {
+            raw::REDISMODULE_CMD_KEY_RW
+                | raw::REDISMODULE_CMD_KEY_ACCESS
+                | raw::REDISMODULE_CMD_KEY_UPDATE
+        }
+    };
+    let mut spec: raw::RedisModuleCommandKeySpec = unsafe { zeroed() };
+    spec.flags = u64::from(flags);
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    spec.bs.index.pos = 1;
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    // One key: the last key is the first (offset 0), step 1, no limit.
+    spec.fk.range.lastkey = 0;
+    spec.fk.range.keystep = 1;
+    spec.fk.range.limit = 0;
+    spec
+}
+
+fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
+    // Fields not set here (deprecated_since, subargs, display_text) stay null.
+    let mut out: raw::RedisModuleCommandArg = unsafe { zeroed() };
+    out.name = doc.name.as_ptr();
+    out.type_ = match doc.kind {
+        ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+        ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+        ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+        ArgKind::UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
+    };
+    out.key_spec_index = if doc.kind == ArgKind::Key { 0 } else { -1 };
+    out.token = doc.token.map_or(ptr::null(), CStr::as_ptr);
+    out.summary = doc.summary.as_ptr();
+    out.since = SINCE.as_ptr();
+    out.flags = if doc.optional {
+        raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int
+    } else {
+        0
+    };
+    out
+}

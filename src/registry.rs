@@ -1,0 +1,331 @@
+//! The waiter registry: per-lock FIFO queues of blocked clients, the grants whose reply
+//! has not gone out, and the pending lease checks. Pure bookkeeping with no Redis types, so
+//! that its rules are unit-tested alone:
+//!
+//! - a lock's waiters are served in the order they came;
+//! - a waiter leaves the registry exactly once, whoever takes it (a handoff, its `WAIT`
+//!   running out, its disconnection), so it gets exactly one reply;
+//! - a grant is taken exactly once: by its reply, or by a revocation when its client left;
+//! - a lock has at most one pending check per time, the earliest.
+//!
+//! `C` identifies a blocked client (the module uses the handle's address).
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+/// A database number.
+pub type Db = i32;
+
+/// A client blocked in `LOCK.ACQUIRE ... WAIT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiter<C> {
+    /// Unique for the module's lifetime (a handle's address may be reused).
+    pub id: u64,
+    pub client: C,
+    pub owner: Vec<u8>,
+    pub lease_ms: i64,
+    /// The timer that ends its `WAIT`, if it has a limit.
+    pub deadline_timer: Option<u64>,
+}
+
+/// A lock handed to a waiter whose reply has not gone out yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub db: Db,
+    pub key: Vec<u8>,
+    pub owner: Vec<u8>,
+    pub token: i64,
+}
+
+#[derive(Debug)]
+struct Queue<C> {
+    waiters: VecDeque<Waiter<C>>,
+    /// When the earliest pending check of this lock fires (Unix ms).
+    check_at: Option<i64>,
+}
+
+impl<C> Default for Queue<C> {
+    fn default() -> Self {
+        Queue {
+            waiters: VecDeque::new(),
+            check_at: None,
+        }
+    }
+}
+
+/// Every queue, grant and pending check of one node.
+#[derive(Debug)]
+pub struct Registry<C> {
+    dbs: HashMap<Db, HashMap<Vec<u8>, Queue<C>>>,
+    /// Where each queued client waits.
+    index: HashMap<C, (Db, Vec<u8>)>,
+    /// Clients handed a lock whose reply has not gone out yet.
+    handed: HashMap<C, Grant>,
+}
+
+impl<C> Default for Registry<C> {
+    fn default() -> Self {
+        Registry {
+            dbs: HashMap::new(),
+            index: HashMap::new(),
+            handed: HashMap::new(),
+        }
+    }
+}
+
+impl<C: Copy + Eq + Hash> Registry<C> {
+    /// Queues a client at the end of the queue of `key`.
+    pub fn enqueue(&mut self, db: Db, key: &[u8], waiter: Waiter<C>) {
+        self.index.insert(waiter.client, (db, key.to_vec()));
+        let queue = self.dbs.entry(db).or_default();
+        queue
+            .entry(key.to_vec())
+            .or_default()
+            .waiters
+            .push_back(waiter);
+    }
+
+    /// Takes the first waiter of `key` out of its queue.
+    pub fn pop_first(&mut self, db: Db, key: &[u8]) -> Option<Waiter<C>> {
+        let waiter = self.queue_mut(db, key)?.waiters.pop_front()?;
+        self.index.remove(&waiter.client);
+        self.drop_if_empty(db, key);
+        Some(waiter)
+    }
+
+    /// Takes a queued client out of its queue: only the waiter `id`, when given.
+    pub fn take(&mut self, client: C, id: Option<u64>) -> Option<Waiter<C>> {
+        let (db, key) = self.index.get(&client)?.clone();
+        let queue = self.queue_mut(db, &key)?;
+        let at = queue
+            .waiters
+            .iter()
+            .position(|w| w.client == client && id.is_none_or(|id| w.id == id))?;
+        let waiter = queue.waiters.remove(at)?;
+        self.index.remove(&client);
+        self.drop_if_empty(db, &key);
+        Some(waiter)
+    }
+
+    /// Takes every queued client, queue by queue in FIFO order.
+    pub fn take_all(&mut self) -> Vec<Waiter<C>> {
+        let all = self
+            .dbs
+            .drain()
+            .flat_map(|(_, queues)| queues.into_values().flat_map(|q| q.waiters))
+            .collect();
+        self.index.clear();
+        all
+    }
+
+    /// Takes the waiters of `key`, in FIFO order.
+    pub fn take_queue(&mut self, db: Db, key: &[u8]) -> Vec<Waiter<C>> {
+        let mut taken = Vec::new();
+        while let Some(waiter) = self.pop_first(db, key) {
+            taken.push(waiter);
+        }
+        taken
+    }
+
+    /// Records that `client` was handed a lock whose reply has not gone out.
+    pub fn record_grant(&mut self, client: C, grant: Grant) {
+        self.handed.insert(client, grant);
+    }
+
+    /// Takes the grant of a client whose reply has not gone out, if any.
+    pub fn take_grant(&mut self, client: C) -> Option<Grant> {
+        let grant = self.handed.remove(&client);
+        if self.handed.is_empty() {
+            self.handed = HashMap::new();
+        }
+        grant
+    }
+
+    /// Number of clients queued on `key`.
+    pub fn queue_len(&self, db: Db, key: &[u8]) -> usize {
+        self.dbs
+            .get(&db)
+            .and_then(|queues| queues.get(key))
+            .map_or(0, |q| q.waiters.len())
+    }
+
+    /// Clients queued anywhere.
+    pub fn waiting(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Locks that have a queue.
+    pub fn queues(&self) -> usize {
+        self.dbs.values().map(HashMap::len).sum()
+    }
+
+    /// The locks with waiters, in `db` or in every db.
+    pub fn queued_keys(&self, db: Option<Db>) -> Vec<(Db, Vec<u8>)> {
+        self.dbs
+            .iter()
+            .filter(|(d, _)| db.is_none_or(|db| **d == db))
+            .flat_map(|(d, queues)| queues.keys().map(move |k| (*d, k.clone())))
+            .collect()
+    }
+
+    /// Records that a check of `key` fires at `at` (Unix ms); false when an earlier one is
+    /// pending, or nobody waits, and no new check is needed.
+    pub fn claim_check(&mut self, db: Db, key: &[u8], at: i64) -> bool {
+        match self.queue_mut(db, key) {
+            Some(q) if q.check_at.is_some_and(|t| t <= at) => false,
+            Some(q) => {
+                q.check_at = Some(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A check of `key` ran at `now`: forget a pending time that has passed.
+    pub fn check_ran(&mut self, db: Db, key: &[u8], now: i64) {
+        if let Some(q) = self.queue_mut(db, key) {
+            if q.check_at.is_some_and(|t| t <= now) {
+                q.check_at = None;
+            }
+        }
+    }
+
+    fn queue_mut(&mut self, db: Db, key: &[u8]) -> Option<&mut Queue<C>> {
+        self.dbs.get_mut(&db)?.get_mut(key)
+    }
+
+    fn drop_if_empty(&mut self, db: Db, key: &[u8]) {
+        if let Some(queues) = self.dbs.get_mut(&db) {
+            if queues.get(key).is_some_and(|q| q.waiters.is_empty()) {
+                queues.remove(key);
+            }
+            if queues.is_empty() {
+                self.dbs.remove(&db);
+            }
+        }
+        // Give the memory of a burst of waiters back once they are all gone.
+        if self.index.is_empty() {
+            self.index = HashMap::new();
+        }
+        if self.dbs.is_empty() {
+            self.dbs = HashMap::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter(client: usize, id: u64) -> Waiter<usize> {
+        Waiter {
+            id,
+            client,
+            owner: format!("owner-{client}").into_bytes(),
+            lease_ms: 1000,
+            deadline_timer: None,
+        }
+    }
+
+    fn grant(token: i64) -> Grant {
+        Grant {
+            db: 0,
+            key: b"k".to_vec(),
+            owner: b"o".to_vec(),
+            token,
+        }
+    }
+
+    #[test]
+    fn waiters_are_served_in_the_order_they_came() {
+        let mut r = Registry::default();
+        for c in 1..=3 {
+            r.enqueue(0, b"k", waiter(c, c as u64));
+        }
+        let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"k"))
+            .map(|w| w.client)
+            .collect();
+        assert_eq!(served, [1, 2, 3]);
+        assert_eq!((r.waiting(), r.queues()), (0, 0));
+    }
+
+    #[test]
+    fn queues_of_other_keys_and_dbs_are_separate() {
+        let mut r = Registry::default();
+        r.enqueue(0, b"a", waiter(1, 1));
+        r.enqueue(0, b"b", waiter(2, 2));
+        r.enqueue(1, b"a", waiter(3, 3));
+        assert_eq!(r.pop_first(0, b"a").map(|w| w.client), Some(1));
+        assert_eq!(r.pop_first(0, b"a"), None);
+        assert_eq!((r.queue_len(0, b"b"), r.queue_len(1, b"a")), (1, 1));
+        assert_eq!(r.queued_keys(Some(1)), [(1, b"a".to_vec())]);
+        assert_eq!(r.queued_keys(None).len(), 2);
+    }
+
+    #[test]
+    fn a_waiter_leaves_exactly_once_whoever_takes_it() {
+        let mut r = Registry::default();
+        r.enqueue(0, b"k", waiter(1, 10));
+        // A handoff took it: its WAIT deadline and its disconnection find nothing.
+        assert!(r.pop_first(0, b"k").is_some());
+        assert_eq!(r.take(1, Some(10)), None);
+        assert_eq!(r.take(1, None), None);
+        // Its deadline took it: a handoff finds nobody.
+        r.enqueue(0, b"k", waiter(1, 11));
+        assert!(r.take(1, Some(11)).is_some());
+        assert_eq!(r.pop_first(0, b"k"), None);
+    }
+
+    #[test]
+    fn a_stale_deadline_does_not_take_a_newer_wait_of_the_same_client() {
+        let mut r = Registry::default();
+        r.enqueue(0, b"k", waiter(1, 20));
+        assert_eq!(r.take(1, Some(19)), None);
+        assert_eq!(r.queue_len(0, b"k"), 1);
+    }
+
+    #[test]
+    fn taking_from_the_middle_keeps_the_order_of_the_rest() {
+        let mut r = Registry::default();
+        for c in 1..=3 {
+            r.enqueue(0, b"k", waiter(c, c as u64));
+        }
+        assert!(r.take(2, None).is_some());
+        assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(1));
+        assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(3));
+    }
+
+    #[test]
+    fn a_grant_is_taken_once_by_its_reply_or_its_revocation() {
+        let mut r: Registry<usize> = Registry::default();
+        r.record_grant(7, grant(42));
+        assert_eq!(r.take_grant(7), Some(grant(42)));
+        // The client disconnects after its reply: nothing to revoke.
+        assert_eq!(r.take_grant(7), None);
+    }
+
+    #[test]
+    fn take_all_empties_every_queue_in_order() {
+        let mut r = Registry::default();
+        r.enqueue(0, b"a", waiter(1, 1));
+        r.enqueue(0, b"a", waiter(2, 2));
+        r.enqueue(3, b"b", waiter(3, 3));
+        let mut all: Vec<usize> = r.take_all().iter().map(|w| w.client).collect();
+        all.sort_unstable();
+        assert_eq!(all, [1, 2, 3]);
+        assert_eq!((r.waiting(), r.queues()), (0, 0));
+        assert_eq!(r.take(1, None), None);
+    }
+
+    #[test]
+    fn only_the_earliest_check_is_kept() {
+        let mut r = Registry::default();
+        assert!(!r.claim_check(0, b"k", 100), "nobody waits: no check");
+        r.enqueue(0, b"k", waiter(1, 1));
+        assert!(r.claim_check(0, b"k", 100));
+        assert!(!r.claim_check(0, b"k", 150), "a later check is covered");
+        assert!(r.claim_check(0, b"k", 50), "an earlier one is needed");
+        r.check_ran(0, b"k", 60);
+        assert!(r.claim_check(0, b"k", 100), "the pending time has passed");
+    }
+}

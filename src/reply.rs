@@ -1,0 +1,24 @@
+//! What a command or a blocked client is answered: values with no Redis types in them, sent
+//! by `dispatch.rs` (commands) and `blocked.rs` (blocked clients).
+
+/// What a command answers when it does not send its reply itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    Integer(i64),
+    Nil,
+    Ok,
+    /// Already sent, or the client is blocked and gets it later.
+    Sent,
+}
+
+/// What a client blocked in `LOCK.ACQUIRE ... WAIT` is unblocked with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The lock was handed to it, with this token.
+    Granted(i64),
+    /// Its `WAIT` ran out: nil.
+    TimedOut,
+    /// It cannot be served here any more (this node became a replica, or the key's slot
+    /// moved): an error line, without the leading `-`.
+    Refused(String),
+}

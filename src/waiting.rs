@@ -1,0 +1,113 @@
+//! A client's wait for a lock: queued in FIFO order until a handoff, its `WAIT` limit or its
+//! disconnection takes it out (SPEC.md §3). A client handed the lock that disconnects before
+//! its reply gives the hold back.
+
+use std::ffi::c_void;
+
+use redis_module::raw;
+
+use crate::error::LockError;
+use crate::ffi::{api, OwnedString};
+use crate::gate::{self, Verdict};
+use crate::lock::{self, ReleaseStep};
+use crate::registry::{Db, Grant};
+use crate::store::{LockKey, Mode, Name, Replicate};
+use crate::waiters::{self, id_of, Bc, Waiter};
+use crate::{blocked, expiry, guard, handoff, node};
+
+/// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
+/// will hold the lock with a lease of `lease_ms`.
+pub fn wait(
+    ctx: *mut raw::RedisModuleCtx,
+    db: Db,
+    key: &LockKey,
+    owner: &[u8],
+    lease_ms: i64,
+    wait_ms: i64,
+) -> Result<(), LockError> {
+    let blocked = blocked::block(ctx, wait_ms, forget_disconnected)?;
+    let waiter = Waiter {
+        id: blocked.id,
+        client: id_of(blocked.bc),
+        owner: owner.to_vec(),
+        lease_ms,
+        deadline_timer: blocked.deadline_timer,
+    };
+    waiters::enqueue(db, key.name(), waiter);
+    // The client is blocked now: whatever happens next, the command's reply is sent later.
+    // A lock without a lease is checked on events only; one held back by the failover delay
+    // when the delay ends.
+    let now = node::now_ms();
+    let lease_end = match key.ttl_ms() {
+        Ok(ttl @ 0..) => Some(now.saturating_add(ttl)),
+        _ => None,
+    };
+    if let Some(at) = lease_end.or_else(|| gate::fenced_until(now)) {
+        expiry::arm(ctx, db, key.name(), at);
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
+    guard::callback("waiter disconnected", || {
+        if let Some(waiter) = waiters::take(bc, None) {
+            blocked::stop_deadline(ctx, waiter.deadline_timer);
+            blocked::release_handle(bc)?;
+        } else if let Some(grant) = waiters::take_grant(bc) {
+            // Handed the lock, but gone before its reply: nobody will ever know it holds
+            // it. Take the hold back once this callback is over.
+            schedule_revoke(ctx, grant, 0)?;
+        }
+        Ok(())
+    });
+}
+
+fn schedule_revoke(
+    ctx: *mut raw::RedisModuleCtx,
+    grant: Grant,
+    delay_ms: i64,
+) -> Result<(), LockError> {
+    let create_timer = api!(RedisModule_CreateTimer);
+    let data = Box::into_raw(Box::new(grant));
+    unsafe { create_timer(ctx, delay_ms, Some(revoke), data.cast::<c_void>()) };
+    Ok(())
+}
+
+extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    // The timer hands back the box made in `schedule_revoke`.
+    let grant = unsafe { Box::from_raw(data.cast::<Grant>()) };
+    guard::callback("revoking an undelivered grant", || {
+        match gate::writes(ctx) {
+            Verdict::Go => revoke_grant(ctx, &grant),
+            Verdict::Later(ms) => schedule_revoke(ctx, *grant, ms),
+            // A replica takes its master's word on the lock: the lease ends it there.
+            Verdict::Refuse(_) => Ok(()),
+        }
+    });
+}
+
+/// Gives back the hold of an undelivered grant, if the lock still is that holding.
+fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), LockError> {
+    let select = api!(RedisModule_SelectDb);
+    unsafe { select(ctx, grant.db) };
+    let name = OwnedString::new(ctx, &grant.key)?;
+    let key = LockKey::open(ctx, name.0, Mode::Write)?;
+    let Ok(Some(holding)) = key.read() else {
+        return Ok(());
+    };
+    if holding.token != grant.token {
+        return Ok(());
+    }
+    match lock::release(Some(&holding), &grant.owner) {
+        ReleaseStep::Remaining(count) => {
+            let owner = OwnedString::new(ctx, &grant.owner)?;
+            key.write_count(&Name::of(&owner), count)
+        }
+        ReleaseStep::Freed => {
+            let handed = handoff::end_holding(ctx, &key, Replicate::Del)?;
+            expiry::handed(ctx, key.name(), handed);
+            Ok(())
+        }
+        ReleaseStep::NotHeld => Ok(()),
+    }
+}
