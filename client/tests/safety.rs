@@ -244,3 +244,71 @@ async fn acquisitions_retry_on_a_fresh_connection_after_the_server_closed_them()
     assert_eq!(server.info("busy").unwrap().owner, guard.owner());
     guard.release().await.unwrap();
 }
+
+/// A waiter whose node becomes a replica is answered `READONLY`: it queues again (here on
+/// the same node once it is a master again) within its wait limit and gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_on_a_demoted_node_queues_again_within_its_limit() {
+    let node = Server::start_with(&["--rlock.failover-delay", "0"]);
+    let other = Server::start();
+    let client = node.client().await;
+    node.cmd::<u64>(&["LOCK.ACQUIRE", "k", "someone"]);
+    let lock = client.lock("k");
+    let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(10)).await });
+    assert!(
+        eventually(Duration::from_secs(2), || node.info("k").unwrap().waiters
+            == 1)
+        .await
+    );
+    let started = Instant::now();
+    node.cmd::<String>(&["REPLICAOF", "127.0.0.1", &other.port().to_string()]);
+    assert!(
+        eventually(Duration::from_secs(5), || node.errors("READONLY") >= 1).await,
+        "the waiter did not try again (answered READONLY)"
+    );
+    node.cmd::<String>(&["REPLICAOF", "NO", "ONE"]);
+    // Whether the full sync from `other` already emptied it or not, the lock is free now.
+    node.cmd::<i64>(&["LOCK.FORCERELEASE", "k"]);
+    let guard = timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the waiter hung")
+        .unwrap()
+        .unwrap()
+        .expect("queued again and granted");
+    assert_eq!(node.info("k").unwrap().owner, guard.owner());
+    eprintln!(
+        "a demoted waiter got the lock {:?} after the demotion",
+        started.elapsed()
+    );
+    guard.release().await.unwrap();
+}
+
+/// With nowhere to queue again, the waiter fails with a typed error within its limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_on_a_node_that_stays_a_replica_fails_with_readonly_in_time() {
+    let node = Server::start();
+    let other = Server::start();
+    let client = node.client().await;
+    node.cmd::<u64>(&["LOCK.ACQUIRE", "k", "someone"]);
+    let lock = client.lock("k");
+    let limit = Duration::from_secs(2);
+    let waiter = tokio::spawn(async move { lock.try_acquire(limit).await });
+    assert!(
+        eventually(Duration::from_secs(2), || node.info("k").unwrap().waiters
+            == 1)
+        .await
+    );
+    let started = Instant::now();
+    node.cmd::<String>(&["REPLICAOF", "127.0.0.1", &other.port().to_string()]);
+    let outcome = timeout(4 * limit, waiter).await.expect("the waiter hung");
+    let err = outcome.unwrap().unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnly { key, .. } if key == "k"),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < limit + Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
