@@ -19,6 +19,17 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::error::LossReason;
 
+/// How much of a lease the client does not count on: the configured margin (one round trip,
+/// the time work needs to stop) plus 1% of the lease for clock drift, at most half the lease.
+pub(crate) fn margin_for(lease: Duration, margin: Duration) -> Duration {
+    (margin + lease / 100).min(lease / 2)
+}
+
+/// `at + lease - margin`: until then a lease set by a request sent at `at` surely runs.
+pub(crate) fn safe_deadline(at: Instant, lease: Duration, margin: Duration) -> Instant {
+    at + (lease - margin_for(lease, margin))
+}
+
 #[derive(Debug, Clone, Copy)]
 struct State {
     lost: Option<LossReason>,
