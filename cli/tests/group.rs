@@ -228,3 +228,21 @@ fn info_exits_2_on_errors_and_durations_take_fractions() {
     assert_eq!(out.status.code(), Some(75), "{out:?}");
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
+
+#[test]
+fn sigterm_to_rlock_reaches_the_whole_group() {
+    let server = Server::start();
+    let (rlock, pgid) = start_family(&server, &[]);
+    let _reap = Reap(pgid);
+    let pid = rlock.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(sent.expect("run kill").success());
+    let out = rlock.wait_with_output().expect("wait for rlock");
+    assert_eq!(out.status.code(), Some(128 + 15), "{out:?}");
+    assert!(
+        eventually(Duration::from_secs(2), || group(pgid).is_empty()),
+        "survivors: {:?}",
+        group(pgid)
+    );
+    assert_eq!(server.info("job"), None, "released after the command ended");
+}
