@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rlock_client::{Client, ClientOptions, Error, LossReason};
+use rlock_client::{Client, ClientOptions, Error, LockOptions, LossReason};
 use support::{eventually, watched, Server};
 use tokio::time::{sleep, timeout};
 
@@ -86,6 +86,21 @@ async fn acquire_without_limit_on_a_stopped_server_fails_in_time() {
         "acquire on a stopped server failed after {:?}",
         started.elapsed()
     );
+    server.resume();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquisition_confirmed_by_replicas_on_a_stopped_server_fails_in_time() {
+    let server = Server::start();
+    let client = Client::open_with(server.url(), quick()).await.unwrap();
+    let confirmed = LockOptions::new().min_replicas(1, Duration::from_millis(100));
+    let lock = client.lock("k").options(confirmed);
+    server.stop();
+    let started = Instant::now();
+    let outcome = timeout(3 * BOUND, lock.try_acquire(Duration::from_secs(1))).await;
+    let err = outcome.expect("try_acquire hung").unwrap_err();
+    assert!(matches!(err, Error::Unresponsive { .. }), "{err:?}");
+    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
     server.resume();
 }
 
