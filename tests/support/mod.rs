@@ -266,6 +266,21 @@ impl Server {
         text
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, `KILL`) to the server's process.
+    pub fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -{signal} {} failed", self.pid());
+    }
+
     /// Whether the server process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -570,6 +585,14 @@ impl Subscriber {
         let mut sub = Subscriber { con: server.conn() };
         sub.subscribe("SUBSCRIBE", channel);
         sub.subscribe("SSUBSCRIBE", channel);
+        sub
+    }
+
+    /// Subscribes to `channel` with `SUBSCRIBE` only (in a cluster, `SSUBSCRIBE` works only
+    /// on the nodes of the channel's slot).
+    pub fn plain(server: &Server, channel: &[u8]) -> Subscriber {
+        let mut sub = Subscriber { con: server.conn() };
+        sub.subscribe("SUBSCRIBE", channel);
         sub
     }
 

@@ -1,0 +1,164 @@
+//! Redis Cluster: a lock whose key migrates while clients wait on it, and release messages
+//! in a cluster with a replica. Nodes are test servers with `--cluster-enabled yes`, joined
+//! with `CLUSTER MEET` on loopback.
+
+use redis::Value;
+
+use crate::support::{channel, free_port, int, raw, text_of, wait_until, Server, Subscriber};
+use crate::wire::Reply;
+use crate::{assert_alive, enqueue, owner, SETTLE};
+
+/// A cluster node with the module, its bus on a port of its own.
+fn node() -> Server {
+    let bus = free_port().to_string();
+    Server::start_with(&["--cluster-enabled", "yes", "--cluster-port", &bus])
+}
+
+fn text(con: &mut redis::Connection, args: &[&str]) -> String {
+    text_of(&raw(con, args)).unwrap_or_else(|| panic!("{args:?} gave no text"))
+}
+
+fn id(server: &Server) -> String {
+    text(&mut server.conn(), &["CLUSTER", "MYID"])
+}
+
+/// Makes `b` meet `a`, and waits until both know two nodes and the cluster is up.
+fn join(a: &Server, b: &Server) {
+    let port = a.port().to_string();
+    let config = raw(&mut a.conn(), &["CONFIG", "GET", "cluster-port"]);
+    let bus = crate::support::pairs(&config)
+        .first()
+        .and_then(|(_, v)| text_of(v))
+        .expect("cluster-port");
+    let meet = ["CLUSTER", "MEET", "127.0.0.1", &port, &bus];
+    assert_eq!(raw(&mut b.conn(), &meet), Value::Okay);
+    for server in [a, b] {
+        let mut con = server.conn();
+        let ready = wait_until(SETTLE, || {
+            let info = text(&mut con, &["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:2")
+        });
+        assert!(ready, "the cluster did not form:\n{}", server.log());
+    }
+}
+
+/// Two masters: the first serves slots 0-8191, the second 8192-16383.
+fn two_masters() -> (Server, Server) {
+    let (a, b) = (node(), node());
+    let add = |s: &Server, first: &str, last: &str| {
+        let reply = raw(&mut s.conn(), &["CLUSTER", "ADDSLOTSRANGE", first, last]);
+        assert_eq!(reply, Value::Okay);
+    };
+    add(&a, "0", "8191");
+    add(&b, "8192", "16383");
+    join(&a, &b);
+    (a, b)
+}
+
+/// A key whose slot the first master of [`two_masters`] serves.
+const KEY: &str = "lock:a";
+
+fn slot_of(con: &mut redis::Connection, key: &str) -> String {
+    int(con, &["CLUSTER", "KEYSLOT", key]).to_string()
+}
+
+#[test]
+fn a_lock_migrated_away_is_not_recreated_and_its_waiters_are_redirected() {
+    let (mut source, target) = two_masters();
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let slot = slot_of(&mut s, KEY);
+    assert!(slot.parse::<u16>().is_ok_and(|n| n <= 8191), "{slot}");
+    let token = int(&mut s, &["LOCK.ACQUIRE", KEY, "a", "LEASE", "60000"]);
+    let mut waiter = enqueue(&source, KEY, &["b", "WAIT", "0"]);
+
+    let (source_id, target_id) = (id(&source), id(&target));
+    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
+    assert_eq!(raw(&mut t, &importing), Value::Okay);
+    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
+    assert_eq!(raw(&mut s, &migrating), Value::Okay);
+    let port = target.port().to_string();
+    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
+    assert_eq!(raw(&mut s, &moved), Value::Okay);
+
+    // The waiter is sent after the key, as Redis sends a client.
+    match waiter.reply() {
+        Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
+        other => panic!("the waiter got {other:?}"),
+    }
+    assert!(!waiter.has_pending(), "the waiter got a second reply");
+    // One holder: a, on the target; nothing was re-created on the source.
+    let count = ["CLUSTER", "COUNTKEYSINSLOT", &slot];
+    assert_eq!(int(&mut s, &count), 0);
+    let holder: Vec<Value> = redis::pipe()
+        .cmd("ASKING")
+        .cmd("LOCK.INFO")
+        .arg(KEY)
+        .query(&mut t)
+        .expect("asking + LOCK.INFO");
+    let info = crate::support::pairs(&holder[1]);
+    let field = |name: &str| crate::support::field(&info, name).cloned();
+    assert_eq!(
+        field("owner").as_ref().and_then(text_of).as_deref(),
+        Some("a")
+    );
+    assert_eq!(field("token"), Some(Value::Int(token)));
+
+    // The reshard finishes, and b waits on the new owner and gets the lock from a.
+    for con in [&mut s, &mut t] {
+        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
+        assert_eq!(raw(con, &done), Value::Okay);
+    }
+    let mut waiter = enqueue(&target, KEY, &["b", "WAIT", "0"]);
+    assert_eq!(int(&mut t, &["LOCK.RELEASE", KEY, "a"]), 0);
+    match waiter.reply() {
+        Reply::Int(t) => assert!(t > 0),
+        other => panic!("the waiter got {other:?}"),
+    }
+    assert_eq!(owner(&mut t, KEY).as_deref(), Some("b"));
+    assert_eq!(int(&mut s, &count), 0);
+    assert_alive(&mut source);
+}
+
+/// A master serving every slot, and its replica.
+fn master_and_replica() -> (Server, Server) {
+    let (master, replica) = (node(), node());
+    let all = ["CLUSTER", "ADDSLOTSRANGE", "0", "16383"];
+    assert_eq!(raw(&mut master.conn(), &all), Value::Okay);
+    join(&master, &replica);
+    let master_id = id(&master);
+    let mut r = replica.conn();
+    assert_eq!(
+        raw(&mut r, &["CLUSTER", "REPLICATE", &master_id]),
+        Value::Okay
+    );
+    let synced = wait_until(SETTLE, || {
+        crate::replication_field(&replica, "master_link_status").as_deref() == Some("up")
+    });
+    assert!(synced, "the replica did not sync:\n{}", replica.log());
+    (master, replica)
+}
+
+#[test]
+fn each_subscriber_of_a_cluster_gets_one_release_message() {
+    let (master, replica) = master_and_replica();
+    let name = channel("redisson_lock__channel", KEY.as_bytes());
+    let mut on_master = Subscriber::plain(&master, &name);
+    let mut on_replica = Subscriber::plain(&replica, &name);
+    let mut m = master.conn();
+    int(&mut m, &["LOCK.ACQUIRE", KEY, "a"]);
+    assert_eq!(int(&mut m, &["LOCK.RELEASE", KEY, "a"]), 0);
+    assert_eq!(int(&mut m, &["WAIT", "1", "5000"]), 1);
+    // Sent by the replica after it replayed the release: whatever the replica published
+    // for it reaches every subscriber before this.
+    let mut r = replica.conn();
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(&name)
+        .arg("done")
+        .query(&mut r)
+        .expect("publish");
+    for (who, sub) in [("master", &mut on_master), ("replica", &mut on_replica)] {
+        let messages = sub.until(b"done");
+        let payloads: Vec<&[u8]> = messages.iter().map(|m| &m.payload[..]).collect();
+        assert_eq!(payloads, [b"0"], "subscriber on the {who}");
+    }
+}
