@@ -2,7 +2,7 @@
 //! deadline and its loss. Pure bookkeeping, no Redis in it.
 //!
 //! The safe deadline is the send time of the request that last set the lease, plus that
-//! lease, minus a margin (see `registry.rs`). The server's lease started after that send, so
+//! lease, minus a margin ([`margin_for`]). The server's lease started after that send, so
 //! the lock is surely held until the deadline. Past it, the holding counts as lost whatever
 //! the watchdog is doing: [`Holding::lost_reason`] reads the clock, and [`Holding::lost`]
 //! sleeps until the deadline, so neither waits for a renewal round, and a process or runtime
