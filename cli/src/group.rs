@@ -152,8 +152,10 @@ unsafe fn watch(read_end: libc::c_int, pgid: libc::pid_t, pause: &libc::timespec
     // memory prepared before the fork.
     unsafe {
         // Not stopped by the terminal's signals to rlock's group; only by the pipe.
+        let mut ignore: libc::sigaction = std::mem::zeroed();
+        ignore.sa_sigaction = libc::SIG_IGN;
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(signal, libc::SIG_IGN);
+            libc::sigaction(signal, &ignore, std::ptr::null_mut());
         }
         // Keep no copy of rlock's sockets or pipes open (nor the pipe's writing end).
         let null = libc::open(DEV_NULL.as_ptr().cast(), libc::O_RDWR);

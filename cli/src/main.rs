@@ -23,23 +23,19 @@
 
 mod duration;
 mod group;
+mod supervise;
 
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitCode, ExitStatus};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rlock_client::{Client, ClientOptions, Error, Guard, LockInfo, LockOptions};
-use tokio::process::Command;
-use tokio::signal::unix::{signal, SignalKind};
+use rlock_client::{Client, ClientOptions, Error, LockInfo, LockOptions};
 
 use duration::parse_duration;
-use group::Group;
+use supervise::supervise;
 
 /// `--wait` ran out (`EX_TEMPFAIL`).
 const EXIT_TIMEOUT: u8 = 75;
-/// The lock was lost while the command ran.
-const EXIT_LOST: u8 = 76;
 /// `info` could not tell (as `grep`: 0 found, 1 not found, 2 error).
 const EXIT_INFO_ERROR: u8 = 2;
 
@@ -157,16 +153,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             };
             run_locked(&client, &key, &args, &command).await
         }
-        Cmd::Info { key } => Ok(match client.info(&key).await? {
-            Some(info) => {
-                print_info(&key, &info);
-                ExitCode::SUCCESS
-            }
-            None => {
-                println!("{key}: free");
-                ExitCode::FAILURE
-            }
-        }),
+        Cmd::Info { key } => info(&client, &key).await,
         Cmd::Release { key, force } => {
             if !force {
                 eprintln!("rlock: release takes the lock from its holder: add --force");
@@ -177,6 +164,20 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `rlock info KEY`: 0 when held (and who holds it), 1 when free.
+async fn info(client: &Client, key: &str) -> Result<ExitCode, Error> {
+    Ok(match client.info(key).await? {
+        Some(info) => {
+            print_info(key, &info);
+            ExitCode::SUCCESS
+        }
+        None => {
+            println!("{key}: free");
+            ExitCode::FAILURE
+        }
+    })
 }
 
 async fn run_locked(
@@ -215,95 +216,6 @@ async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
         ),
         _ => eprintln!("rlock: waiting for '{key}' ({limit})"),
     }
-}
-
-/// Runs the command while the guard holds; stops its group if the lock is lost.
-async fn supervise(guard: Guard, command: &[String], grace: Duration) -> Result<ExitCode, Error> {
-    let Some((program, args)) = command.split_first() else {
-        return Ok(ExitCode::from(2));
-    };
-    // Taken over before the command starts, so none is missed once it runs.
-    let mut signals = Signals::new().map_err(|e| Error::Redis(e.into()))?;
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .env("RLOCK_KEY", guard.key())
-        .env("RLOCK_OWNER", guard.owner())
-        .env("RLOCK_TOKEN", guard.token().to_string());
-    let mut group = match Group::spawn(cmd, grace) {
-        Ok(group) => group,
-        Err(e) => {
-            eprintln!("rlock: cannot run {program}: {e}");
-            guard.release().await?;
-            let not_found = e.kind() == std::io::ErrorKind::NotFound;
-            return Ok(ExitCode::from(if not_found { 127 } else { 126 }));
-        }
-    };
-    let status = tokio::select! {
-        status = signals.pass_on_until_exit(&mut group) => status,
-        reason = guard.lost() => {
-            eprintln!("rlock: the lock was lost ({reason}): stopping {program}");
-            group.stop(grace).await;
-            group.stand_down();
-            return Ok(ExitCode::from(EXIT_LOST));
-        }
-    };
-    group.stand_down();
-    let code = match status {
-        Ok(status) => exit_code(status),
-        Err(e) => {
-            eprintln!("rlock: lost track of {program}: {e}");
-            1
-        }
-    };
-    match guard.release().await {
-        Err(Error::Lost { reason, .. }) => {
-            eprintln!("rlock: the lock was lost while the command ran ({reason})");
-            Ok(ExitCode::from(EXIT_LOST))
-        }
-        Err(e) => Err(e),
-        Ok(_) => Ok(ExitCode::from(code)),
-    }
-}
-
-/// The signals `rlock` passes on to the command's group while it runs.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> std::io::Result<Signals> {
-        Ok(Signals {
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-            int: signal(SignalKind::interrupt())?,
-        })
-    }
-
-    /// Waits for the command, passing `SIGTERM`, `SIGHUP` and `SIGINT` on to its group (in
-    /// a group of its own, it no longer gets the terminal's `SIGINT` directly). `rlock`
-    /// outlives the command, to release the lock.
-    async fn pass_on_until_exit(&mut self, group: &mut Group) -> std::io::Result<ExitStatus> {
-        loop {
-            let passed = tokio::select! {
-                status = group.child.wait() => return status,
-                _ = self.term.recv() => libc::SIGTERM,
-                _ = self.hup.recv() => libc::SIGHUP,
-                _ = self.int.recv() => libc::SIGINT,
-            };
-            group.signal(passed);
-        }
-    }
-}
-
-/// The command's exit code, or 128 + the signal that ended it, as a shell reports it.
-fn exit_code(status: ExitStatus) -> u8 {
-    let code = status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1);
-    u8::try_from(code).unwrap_or(1)
 }
 
 fn print_info(key: &str, info: &LockInfo) {

@@ -30,6 +30,7 @@ use crate::client::{Client, Owner};
 use crate::config::ClientOptions;
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
+use crate::holding::LostSignal;
 use crate::info::LockInfo;
 use crate::lock::Lock;
 use crate::options::LockOptions;
@@ -241,6 +242,21 @@ impl BlockingGuard {
     /// Why the lock was lost, if it was.
     pub fn loss_reason(&self) -> Option<LossReason> {
         self.guard.loss_reason()
+    }
+
+    /// The safe deadline; see [`Guard::valid_until`].
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.guard.valid_until()
+    }
+
+    /// How long the lock is surely held from now; see [`Guard::remaining`].
+    pub fn remaining(&self) -> Duration {
+        self.guard.remaining()
+    }
+
+    /// A loss signal to hand to other threads or tasks; see [`Guard::lost_signal`].
+    pub fn lost_signal(&self) -> LostSignal {
+        self.guard.lost_signal()
     }
 
     /// Blocks until the lock is lost or `timeout` passes; the loss reason, if lost.

@@ -83,6 +83,12 @@ impl Client {
         sentinels: Option<Sentinels>,
         options: ClientOptions,
     ) -> Result<Client> {
+        #[cfg(feature = "tls")]
+        {
+            // rustls needs a process-wide crypto provider; one the application installed
+            // first is kept.
+            drop(rustls::crypto::ring::default_provider().install_default());
+        }
         let core = Core::open(redis, sentinels, options).await?;
         Ok(Client {
             core: Arc::new(core),

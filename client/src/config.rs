@@ -15,7 +15,7 @@ use std::time::Duration;
 /// | [`response_timeout`](ClientOptions::response_timeout) | 2 s | each command's reply (not a wait's) |
 /// | [`wait_grace`](ClientOptions::wait_grace) | 2 s | how late a wait's reply may be after its `WAIT` deadline |
 /// | [`keepalive`](ClientOptions::keepalive) | 5 s | how often a waiting acquisition checks that its server answers |
-/// | [`retries`](ClientOptions::retries) | 1 | reconnections of a shared connection; acquisitions sent again on a fresh connection after a broken one |
+/// | [`retries`](ClientOptions::retries) | 2 | reconnections of a shared connection; acquisitions sent again on a fresh connection after a broken one |
 /// | [`margin`](ClientOptions::margin) | 20 ms | time taken off every lease, with 1% of it for clock drift |
 ///
 /// ```
@@ -45,7 +45,7 @@ impl Default for ClientOptions {
             response: Duration::from_secs(2),
             wait_grace: Duration::from_secs(2),
             keepalive: Duration::from_secs(5),
-            retries: 1,
+            retries: 2,
             margin: Duration::from_millis(20),
         }
     }
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(o.response_timeout_duration(), Duration::from_secs(2));
         assert_eq!(o.wait_grace_duration(), Duration::from_secs(2));
         assert_eq!(o.keepalive_interval(), Duration::from_secs(5));
-        assert_eq!(o.retry_count(), 1);
+        assert_eq!(o.retry_count(), 2);
         assert_eq!(o.margin_duration(), Duration::from_millis(20));
     }
 

@@ -5,8 +5,7 @@
 //! Guards and acquisitions hold an `Arc<Core>`; the public `Client` is a handle on one. The
 //! methods here are the seams they need, so nothing above reaches into the parts.
 
-use std::convert::Infallible;
-use std::future::{pending, Future};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::commands;
 use crate::config::ClientOptions;
-use crate::error::{Error, LossReason, Result};
+use crate::error::{timed_out, Error, LossReason, Result};
 use crate::info::LockInfo;
 use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
@@ -96,14 +95,19 @@ impl Core {
 
     /// `cmd` on `key`, over a wait connection of its own to the node that serves it; the
     /// answer, and the connection that gave it (to give back with [`Core::give_back`]).
+    /// Bounded by the response timeout, as the shared connection is (wait connections have
+    /// no timeout of their own); a connection whose answer is late is dropped.
     pub(crate) async fn query_own<T: FromRedisValue>(
         &self,
         key: &str,
         cmd: &Cmd,
     ) -> RedisResult<(RedisResult<T>, WaitConn)> {
-        match self.send_own(key, || cmd, pending::<Infallible>()).await? {
+        let late = tokio::time::sleep(self.options.response_timeout_duration());
+        match self.send_own(key, || cmd, late).await? {
             Sent::Answered(answer, own) => Ok((answer, own)),
-            Sent::Interrupted(never, _) => match never {},
+            Sent::Interrupted((), _) => {
+                Err(timed_out("no reply in time on a connection of its own"))
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! deadline and its loss. Pure bookkeeping, no Redis in it.
 //!
 //! The safe deadline is the send time of the request that last set the lease, plus that
-//! lease, minus a margin (see `registry.rs`). The server's lease started after that send, so
+//! lease, minus a margin ([`margin_for`]). The server's lease started after that send, so
 //! the lock is surely held until the deadline. Past it, the holding counts as lost whatever
 //! the watchdog is doing: [`Holding::lost_reason`] reads the clock, and [`Holding::lost`]
 //! sleeps until the deadline, so neither waits for a renewal round, and a process or runtime
@@ -18,6 +18,17 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 use crate::error::LossReason;
+
+/// How much of a lease the client does not count on: the configured margin (one round trip,
+/// the time work needs to stop) plus 1% of the lease for clock drift, at most half the lease.
+pub(crate) fn margin_for(lease: Duration, margin: Duration) -> Duration {
+    (margin + lease / 100).min(lease / 2)
+}
+
+/// `at + lease - margin`: until then a lease set by a request sent at `at` surely runs.
+pub(crate) fn safe_deadline(at: Instant, lease: Duration, margin: Duration) -> Instant {
+    at + (lease - margin_for(lease, margin))
+}
 
 #[derive(Debug, Clone, Copy)]
 struct State {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::io::tcp::socket2::TcpKeepalive;
@@ -31,17 +32,26 @@ pub(crate) struct WaitPool {
 }
 
 impl WaitPool {
-    /// An idle connection to `node`, or a new one.
+    /// An idle connection to `node` that still answers, or a new one.
     pub(crate) async fn get(&self, node: &Arc<Node>) -> RedisResult<WaitConn> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(&node.addr)
-            .and_then(Vec::pop);
-        if let Some(conn) = idle {
-            return Ok(conn);
+        while let Some(mut conn) = self.idle(node) {
+            // A pooled connection may have been closed by the server meanwhile (its idle
+            // `timeout`, a restart, `CLIENT KILL`); a wait sent on it would get no answer.
+            if conn.answers().await {
+                return Ok(conn);
+            }
+            tracing::debug!(node = %node.addr, "a pooled wait connection is stale; dropping it");
         }
+        self.open(node).await
+    }
+
+    fn idle(&self, node: &Node) -> Option<WaitConn> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.get_mut(&node.addr).and_then(Vec::pop)
+    }
+
+    /// A new wait connection to `node`.
+    async fn open(&self, node: &Arc<Node>) -> RedisResult<WaitConn> {
         // No response timeout: the reply to a WAIT comes when the server grants or gives up.
         // The wait watches its deadline and its server's liveness itself (`wait.rs`); TCP
         // keepalive notices a peer host that is gone.
@@ -49,7 +59,8 @@ impl WaitPool {
         let config = AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(o.connect_timeout_duration()));
-        let every = o.keepalive_interval();
+        // The kernel counts keepalive times in whole seconds, 1 at least.
+        let every = o.keepalive_interval().max(Duration::from_secs(1));
         let info = node.redis.get_connection_info().clone();
         let tcp = info.tcp_settings().clone().set_nodelay(true);
         let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
@@ -106,6 +117,14 @@ impl Carrier for WaitPool {
 }
 
 impl WaitConn {
+    /// Whether the connection answers a `PING` within the response timeout.
+    async fn answers(&mut self) -> bool {
+        let ping = commands::ping();
+        let reply = ping.query_async::<String>(&mut self.conn);
+        let within = self.node.options.response_timeout_duration();
+        matches!(tokio::time::timeout(within, reply).await, Ok(Ok(_)))
+    }
+
     /// Ends whatever runs on this connection with `CLIENT KILL ID`, sent on the shared
     /// connection of the same node (client ids are per server). Once it is answered, the
     /// server has closed the connection.

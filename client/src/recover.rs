@@ -7,10 +7,12 @@
 //! - **A broken connection** (a stale pooled connection, a restarted server): the same
 //!   check, then, up to [`ClientOptions::retries`](crate::ClientOptions::retries) times, the
 //!   acquisition is made again on a fresh connection.
-//! - **`READONLY`** (the node became a replica while the client waited: a failover) and
-//!   **`TRYAGAIN`** (a slot in migration): the route is refreshed and the acquisition queues
-//!   again, within its wait limit, at most [`MAX_REQUEUES`] times in a row; then the error
-//!   stands. (`MOVED` and `ASK` are followed by the router itself.)
+//! - **`READONLY`** (the node became a replica while the client waited: a failover; the
+//!   module's answer), **`UNBLOCKED`** (the same, answered by Redis itself, which unblocks
+//!   waiters when a master becomes a replica) and **`TRYAGAIN`** (a slot in migration): the
+//!   route is refreshed and the acquisition queues again, within its wait limit, at most
+//!   [`MAX_REQUEUES`] times in a row; then the error stands. (`MOVED` and `ASK` are
+//!   followed by the router itself.)
 //!
 //! An adopted grant is renewed at once (`LOCK.RENEW ... TOKEN`): the renewal's send time
 //! starts its safe deadline, since the grant's own time is unknown.
@@ -72,10 +74,9 @@ impl Attempt<'_> {
                 self.adopt_or(Next::Retry(Duration::ZERO)).await
             }
             Error::ReadOnly { .. } => self.requeue(err, setbacks).await,
-            Error::Redis(e) if e.code() == Some("TRYAGAIN") => self.requeue(err, setbacks).await,
-            // A wait that the demotion of its master ended (Redis answers it so, then closes
-            // the connection): as `READONLY`.
-            Error::Redis(e) if e.code() == Some("UNBLOCKED") => self.requeue(err, setbacks).await,
+            Error::Redis(e) if matches!(e.code(), Some("TRYAGAIN" | "UNBLOCKED")) => {
+                self.requeue(err, setbacks).await
+            }
             _ => Next::Fail,
         }
     }

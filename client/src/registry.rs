@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::LossReason;
+use crate::holding::safe_deadline;
 pub(crate) use crate::holding::Holding;
 
 /// A grant from the server, to be recorded.
@@ -64,17 +65,6 @@ impl Entry {
     }
 }
 
-/// How much of a lease the client does not count on: the configured margin (one round trip,
-/// the time work needs to stop) plus 1% of the lease for clock drift, at most half the lease.
-pub(crate) fn margin_for(lease: Duration, margin: Duration) -> Duration {
-    (margin + lease / 100).min(lease / 2)
-}
-
-/// `at + lease - margin`: until then a lease set by a request sent at `at` surely runs.
-fn safe_deadline(at: Instant, lease: Duration, margin: Duration) -> Instant {
-    at + (lease - margin_for(lease, margin))
-}
-
 /// A `(key, owner)` pair: the map's owned keys and borrowed lookups hash and compare alike,
 /// so a lookup allocates no key.
 trait Id {
@@ -117,7 +107,7 @@ impl Eq for dyn Id + '_ {}
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     entries: HashMap<(String, String), Entry>,
-    /// See [`margin_for`].
+    /// The margin of every safe deadline (see `holding.rs`).
     margin: Duration,
     losses: Arc<AtomicU64>,
 }
@@ -135,7 +125,7 @@ impl Registry {
         self.entries.get_mut(&(key, owner) as &dyn Id)
     }
 
-    /// A registry whose safe deadlines keep `margin` (see [`margin_for`]).
+    /// A registry whose safe deadlines keep `margin` (see `holding.rs`).
     pub(crate) fn new(margin: Duration) -> Registry {
         Registry {
             margin,

@@ -77,6 +77,11 @@ impl Wait<'_> {
             }
             Sent::Interrupted(why, waiter) => (why, waiter),
         };
+        self.stopped(why, waiter).await
+    }
+
+    /// Abandons a wait that `why` interrupted; `Ok(None)` if the caller went away.
+    async fn stopped(&self, why: Stop, waiter: WaitConn) -> Result<Option<(u64, WaitConn)>> {
         let (key, owner) = (self.key, self.owner);
         let failure = match why {
             Stop::Cancelled => {
