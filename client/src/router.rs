@@ -20,11 +20,11 @@
 //! the shared connections, commands on a connection of their own, and waits (which a
 //! caller's cancellation may interrupt).
 //!
-//! When the deployment changes shape (a connection error, `READONLY`, `UNBLOCKED`), the router
-//! has the topology asked again (`topology.rs`). A command that was not sent (its
-//! connection was refused) or not run (`READONLY`) then goes to the node that serves its
-//! key now; a command whose connection broke may have run, so its error is returned, and
-//! only the next commands go there.
+//! When the deployment changes shape (a connection error, `READONLY`, `UNBLOCKED`), the
+//! router has the topology asked again (`topology.rs`). A command that was not sent (its
+//! connection was refused) or not run (`READONLY`, or a wait ended by `UNBLOCKED`) then goes
+//! to the node that serves its key now; a command whose connection broke may have run, so
+//! its error is returned, and only the next commands go there.
 //!
 //! This is why the client does not use `redis::cluster_async`: it re-sends a command after
 //! a dropped connection (which could apply a `LOCK.RELEASE` twice), and re-sends a whole

@@ -34,7 +34,7 @@ const DEFAULT_PORT: u16 = 26379;
 pub(crate) const ASK_WITHIN: Duration = Duration::from_millis(500);
 
 /// The sentinels of one master, and how its servers are reached.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Sentinels {
     sentinels: Vec<(String, u16)>,
     master_name: String,
