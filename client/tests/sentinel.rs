@@ -18,7 +18,15 @@ async fn a_sentinel_url_opens_on_the_master() {
     support::trace();
     let deployment = block_in_place(|| Deployment::start(&[]));
     let master = deployment.master().expect("a master");
-    let client = Client::open(deployment.url()).await.expect("open");
+    // The sentinels are asked in turn: one that is down (first in the list) is passed over.
+    let down = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let down_port = down.local_addr().expect("addr").port();
+    drop(down);
+    let url = deployment.url().replace(
+        "redis+sentinel://",
+        &format!("redis+sentinel://127.0.0.1:{down_port},"),
+    );
+    let client = Client::open(url).await.expect("open");
     let guard = client.lock("lock:s").acquire().await.expect("acquired");
     let info = deployment.servers[master]
         .info("lock:s")
