@@ -240,3 +240,66 @@ async fn a_slot_is_resharded_while_clients_wait_on_its_locks() {
     let count: i64 = cluster.nodes[0].cmd(&["CLUSTER", "COUNTKEYSINSLOT", &slot.to_string()]);
     assert_eq!(count, 0, "keys of the slot left on the source");
 }
+
+/// A waiter whose master dies ends at once, with the lock or an I/O error (the client
+/// cannot tell a grant the dead node made); the application's next try goes to the promoted
+/// replica, which hands it the lock once the failover delay has passed, after the holder
+/// knew its loss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_master_dies_gets_the_lock_from_the_promoted_replica() {
+    support::trace();
+    let args = [
+        "--cluster-node-timeout",
+        "1000",
+        "--rlock.failover-delay",
+        "2000",
+    ];
+    let mut cluster = block_in_place(|| Cluster::start_replicated(3, 1, &args));
+    let key = cluster.key_on(1, "lock:waiter");
+    let replica = cluster.replica_of(1);
+    let holder = client(&cluster).await;
+    let waiter = client(&cluster).await;
+    let options = watched(Duration::from_millis(1000)).min_replicas(1, Duration::from_secs(2));
+    let held = holder.lock(key.as_str()).options(options).acquire().await;
+    let held = held.expect("acquired and replicated");
+    let lost = held.lost_signal();
+    let lost = tokio::spawn(async move { (lost.lost().await, Instant::now()) });
+    let lock = waiter.lock(key.as_str());
+    let waiting = tokio::spawn(async move {
+        let limit = Duration::from_secs(20);
+        let started = Instant::now();
+        let mut errors = Vec::new();
+        while started.elapsed() < limit {
+            match lock.try_acquire(limit - started.elapsed()).await {
+                Ok(guard) => return (guard, Instant::now(), errors),
+                Err(err) => {
+                    errors.push(err.to_string());
+                    sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        (None, Instant::now(), errors)
+    });
+    let queued = eventually(SOON, || {
+        cluster.nodes[1].info(&key).is_some_and(|i| i.waiters == 1)
+    });
+    assert!(queued.await, "the waiter did not queue");
+
+    cluster.nodes[1].kill();
+    let (guard, granted_at, errors) = waiting.await.expect("no panic");
+    let guard = guard.unwrap_or_else(|| panic!("no lock within the limit: {errors:?}"));
+    let info = cluster.nodes[replica]
+        .info(&key)
+        .expect("on the promoted replica");
+    assert_eq!(info.owner, guard.owner());
+    assert!(guard.token() > held.token());
+    let (reason, lost_at) = lost.await.expect("no panic");
+    assert!(
+        lost_at < granted_at,
+        "the holder lost the lock only after the grant ({reason})"
+    );
+    eprintln!(
+        "waiter: {} errors before the grant: {errors:?}",
+        errors.len()
+    );
+}
