@@ -142,12 +142,13 @@
 //! turn (`SENTINEL get-master-addr-by-name`) and checks with `ROLE` that the server they
 //! name is a master. When a command to the master fails with a connection error, or is
 //! answered `READONLY` (the master was demoted), the client asks the sentinels again (each
-//! in turn, for at most 0.5 s each, at most once per 100 ms however many commands fail) and
-//! moves to the new master: waits, acquisitions, releases and the watchdog's renewals go
-//! there. A command that was not run (its connection was refused, or `READONLY`) is sent to
-//! the new master at once; one whose connection broke may have run, so it fails, and the
-//! next one goes to the new master. Until the sentinels have promoted a replica, commands
-//! fail with I/O errors.
+//! in turn, 0.5 s to connect and 0.5 s to answer each, at most once per 100 ms however many
+//! commands fail) and moves to the new master: waits, acquisitions, releases and the
+//! watchdog's renewals go there. A command that was not run (its connection was refused,
+//! `READONLY`, or a wait ended by `UNBLOCKED` when its master was demoted) is sent to the
+//! new master at once; one whose connection broke may have run, so it fails, and the next
+//! one goes to the new master. Until the sentinels have promoted a replica, commands fail
+//! with I/O errors.
 //!
 //! # Limits
 //!
