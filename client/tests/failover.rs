@@ -248,6 +248,14 @@ async fn clients_follow_each_new_master_with_fencing_and_no_overlap() {
         );
         unavailable.push(gap);
 
+        // The watchdog follows too: the longer sections are renewed on the new master.
+        let renewed = support::eventually(SERVED_WITHIN, || {
+            deployment.servers[new].calls("lock.renew") > 0
+        });
+        assert!(
+            renewed.await,
+            "failover {failover}: no renewal on the new master"
+        );
         let grants = seen(&shared).grants.len();
         assert!(
             until(&shared, SERVED_WITHIN, |s| s.grants.len() >= grants + 5).await,
