@@ -3,7 +3,7 @@
 PORT ?= 6379
 CARGO ?= cargo
 MODULE := $(CURDIR)/target/release/librlock.so
-APT_PACKAGES := redis-server redis-tools libclang-dev clang
+APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang
 
 .DEFAULT_GOAL := help
 .PHONY: help deps build run test bench lint fmt doc clean
@@ -14,10 +14,11 @@ help: ## List the targets
 		awk 'BEGIN {FS = ":.*## "} {printf "  %-7s %s\n", $$1, $$2}'
 	@echo "variables: PORT=$(PORT) (make run)"
 
-deps: ## Install redis-server, redis-cli and libclang (apt) when missing
+deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when missing
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-cli"; \
+	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
 	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
 	if [ -z "$$LIBCLANG_PATH" ] && \
 	   ! ls /usr/lib/llvm-*/lib/libclang.so /usr/lib/*/libclang*.so >/dev/null 2>&1; then \
