@@ -22,6 +22,9 @@ use crate::watchdog::WatchdogStats;
 #[derive(Clone)]
 pub struct Client {
     core: Arc<Core>,
+    /// The address the client was opened on (`host:port`), naming its server in a
+    /// [`MultiLock`](crate::MultiLock)'s and a [`RedLock`](crate::RedLock)'s canonical order.
+    server: Arc<str>,
 }
 
 impl fmt::Debug for Client {
@@ -69,9 +72,11 @@ impl Client {
             // first is kept.
             drop(rustls::crypto::ring::default_provider().install_default());
         }
+        let server = redis.get_connection_info().addr().to_string().into();
         let core = Core::open(redis, options).await?;
         Ok(Client {
             core: Arc::new(core),
+            server,
         })
     }
 
@@ -92,10 +97,15 @@ impl Client {
         self.core.id()
     }
 
+    /// The address of the server the client was opened on (`host:port`, or a socket path).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
     /// A lock on `name` (the Redis key). Each acquisition through it uses a fresh owner id,
     /// so it is not reentrant: take an [`Owner`] handle for reentrancy.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.core.clone(), name.into(), None)
+        Lock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
 
     /// A new owner: locks taken through it are reentrant (the same owner acquiring a lock it
@@ -104,6 +114,7 @@ impl Client {
         Owner {
             id: self.next_owner_id().into(),
             core: self.core.clone(),
+            server: self.server.clone(),
         }
     }
 
@@ -135,6 +146,7 @@ impl Client {
 #[derive(Clone)]
 pub struct Owner {
     core: Arc<Core>,
+    server: Arc<str>,
     id: Arc<str>,
 }
 
@@ -152,13 +164,20 @@ impl Owner {
 
     /// Lock `name`, acquired as this owner.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.core.clone(), name.into(), Some(self.id.clone()))
+        let server = self.server.clone();
+        Lock::new(
+            self.core.clone(),
+            server,
+            name.into(),
+            Some(self.id.clone()),
+        )
     }
 
     /// An owner with the id `id` on `client` (for example one owner per thread).
     pub(crate) fn with_id(client: &Client, id: Arc<str>) -> Owner {
         Owner {
             core: client.core.clone(),
+            server: client.server.clone(),
             id,
         }
     }
