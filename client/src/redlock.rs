@@ -39,6 +39,8 @@ pub struct RedLock {
     key: String,
     /// One per server, in the canonical order (by [`Client::server`]).
     clients: Arc<[Client]>,
+    /// How many servers the lock is over (the clients may reach fewer of them).
+    servers: usize,
     options: LockOptions,
 }
 
@@ -58,15 +60,32 @@ impl RedLock {
     /// [`Error::InvalidArgument`] unless there are an odd number, at least 3, of distinct
     /// server addresses.
     pub fn new(clients: impl IntoIterator<Item = Client>, key: impl Into<String>) -> Result<Self> {
-        let mut clients: Vec<Client> = clients.into_iter().collect();
-        clients.sort_by(|a, b| a.server().cmp(b.server()));
-        clients.dedup_by(|a, b| a.server() == b.server());
-        if let Some(detail) = unfit_server_count(clients.len()) {
+        let clients = canonical(clients);
+        RedLock::with_servers(clients.len(), clients, key)
+    }
+
+    /// A RedLock on `key` over `servers` independent servers, of which `clients` reach
+    /// those that could be opened (a client cannot be made for a server that is down): the
+    /// majority is still of `servers`. Fails with [`Error::InvalidArgument`] unless
+    /// `servers` is odd and at least 3, and `clients` name at most that many distinct
+    /// server addresses.
+    pub fn with_servers(
+        servers: usize,
+        clients: impl IntoIterator<Item = Client>,
+        key: impl Into<String>,
+    ) -> Result<Self> {
+        let clients = canonical(clients);
+        let unfit = unfit_server_count(servers).or_else(|| {
+            (clients.is_empty() || clients.len() > servers)
+                .then(|| format!("{} clients for {servers} servers", clients.len()))
+        });
+        if let Some(detail) = unfit {
             return Err(Error::InvalidArgument { detail });
         }
         Ok(RedLock {
             key: key.into(),
             clients: clients.into(),
+            servers,
             options: LockOptions::new(),
         })
     }
@@ -84,7 +103,7 @@ impl RedLock {
 
     /// How many servers must grant the lock.
     pub fn quorum(&self) -> usize {
-        majority(self.clients.len())
+        majority(self.servers)
     }
 
     /// Acquires the lock on a majority, waiting as long as it takes (or up to
@@ -129,6 +148,14 @@ impl RedLock {
             }),
         }
     }
+}
+
+/// `clients` in the canonical order (by server address), one per address.
+fn canonical(clients: impl IntoIterator<Item = Client>) -> Vec<Client> {
+    let mut clients: Vec<Client> = clients.into_iter().collect();
+    clients.sort_by(|a, b| a.server().cmp(b.server()));
+    clients.dedup_by(|a, b| a.server() == b.server());
+    clients
 }
 
 /// A RedLock held on a majority of its servers. Lost once fewer than a majority of its
