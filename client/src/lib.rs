@@ -27,6 +27,9 @@
 //!   [`blocking`] API.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
+//! - **Several servers**: [`MultiLock`] holds several locks all or none (taken in a
+//!   canonical order, so overlapping ones never deadlock); [`RedLock`] holds one name on a
+//!   majority of N independent servers, waiting on the servers, not polling.
 //!
 //! # Example
 //!
@@ -146,6 +149,9 @@
 //! The modules form layers, listed top to bottom: each uses only modules of the layers below
 //! its own, and within a layer only those after it (`tests/layering.rs` checks it).
 //!
+//! - Several servers: `redlock.rs` ([`RedLock`]); below it `multi.rs` ([`MultiLock`]) and
+//!   `election.rs` (how a RedLock's contenders reach a majority); below them `members.rs`
+//!   (the guards of one holding over several locks).
 //! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
 //! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task),
 //!   `recover.rs` (after an error: adopt a grant whose reply was lost, retry on a fresh
@@ -161,7 +167,8 @@
 //! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
-//!   ([`LockOptions`]), `slots.rs`, `info.rs`; below them `error.rs`.
+//!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
+//!   and token); below them `error.rs`.
 
 #![warn(missing_docs)]
 

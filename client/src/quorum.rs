@@ -16,7 +16,8 @@ pub(crate) fn unfit_server_count(n: usize) -> Option<String> {
     if n < 3 {
         return Some(format!("a RedLock needs at least 3 servers, got {n}"));
     }
-    n.is_multiple_of(2).then(|| format!("a RedLock needs an odd number of servers, got {n}"))
+    n.is_multiple_of(2)
+        .then(|| format!("a RedLock needs an odd number of servers, got {n}"))
 }
 
 /// The latest time until which at least `quorum` of the holdings whose safe deadlines are
