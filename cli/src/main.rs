@@ -8,7 +8,8 @@
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
-//! Cluster, any node); `--timeout D` bounds every reply and connection (default 2 s).
+//! Cluster, any node; with Sentinel, `redis+sentinel://host:port,.../<master-name>`);
+//! `--timeout D` bounds every reply and connection (default 2 s).
 //! Several `--url`s (an odd number, at least 3, of independent servers) make `run` hold a
 //! RedLock (granted by a majority of them), `info` show each server, and `release` remove
 //! the lock on every one.
@@ -51,7 +52,8 @@ const EXIT_INFO_ERROR: u8 = 2;
     about = "Distributed locks on Redis (rlock module)"
 )]
 struct Cli {
-    /// Redis server URL (for a Redis Cluster, any node's). Give it 3, 5, ... times for
+    /// Redis server URL (for a Redis Cluster, any node's; with Sentinel,
+    /// redis+sentinel://host:port,.../<master-name>). Give it 3, 5, ... times for
     /// independent servers: `run` then holds a RedLock, granted by a majority of them.
     #[arg(long, env = "RLOCK_URL", default_value = "redis://127.0.0.1:6379/")]
     url: Vec<String>,

@@ -1,16 +1,16 @@
 //! The client: one shared multiplexed connection per server (per node in a cluster), a pool
-//! of wait connections, one watchdog.
+//! of wait connections, one watchdog; opened on a server, a cluster node, or the sentinels
+//! of a master.
 
 use std::fmt;
 use std::sync::Arc;
-
-use redis::IntoConnectionInfo;
 
 use crate::config::ClientOptions;
 use crate::core::Core;
 use crate::error::Result;
 use crate::info::LockInfo;
 use crate::lock::Lock;
+use crate::sentinel::Sentinels;
 use crate::watchdog::WatchdogStats;
 
 /// A connection to a Redis server (or a Redis Cluster) with the rlock module, and the
@@ -42,20 +42,38 @@ impl Client {
     /// the cluster's slot map from it, sends each command to the node that serves its key,
     /// and follows `MOVED` and `ASK` redirections (see the crate docs, *Redis Cluster*).
     ///
+    /// A Sentinel URL names the sentinels and the master, and the client talks to the
+    /// server the sentinels name as the master, following it after a failover (see the
+    /// crate docs, *Redis Sentinel*):
+    /// `redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/<master-name>[/db]`
+    /// (port 26379 by default; the credentials and db are the master's).
+    ///
     /// Fails with [`Error::ModuleMissing`] if the server does not have the rlock module.
     /// Must be called within a tokio runtime, which then runs the client's background work.
+    /// (For TLS or other settings that a URL does not carry, see [`Client::from_redis`].)
     ///
     /// [`Error::ModuleMissing`]: crate::Error::ModuleMissing
-    pub async fn open<T: IntoConnectionInfo>(url: T) -> Result<Client> {
+    pub async fn open(url: impl AsRef<str>) -> Result<Client> {
         Client::open_with(url, ClientOptions::new()).await
     }
 
     /// Connects as [`open`](Client::open) does, with `options` (timeouts, retries, margin).
-    pub async fn open_with<T: IntoConnectionInfo>(
-        url: T,
-        options: ClientOptions,
-    ) -> Result<Client> {
-        Client::from_redis_with(redis::Client::open(url)?, options).await
+    pub async fn open_with(url: impl AsRef<str>, options: ClientOptions) -> Result<Client> {
+        let url = url.as_ref();
+        let (redis, sentinels) = match Sentinels::parse(url)? {
+            Some(sentinels) => {
+                let (host, port) = sentinels.master(None).await?;
+                (sentinels.server(&host, port)?, Some(sentinels))
+            }
+            None => (redis::Client::open(url)?, None),
+        };
+        // A followed master is named by its sentinels and name, not by the server that
+        // happens to be master now.
+        let server = match sentinels {
+            Some(_) => without_credentials(url),
+            None => address(&redis),
+        };
+        Client::start(redis, sentinels, server, options).await
     }
 
     /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials;
@@ -66,17 +84,26 @@ impl Client {
 
     /// Builds a client over an existing [`redis::Client`], with `options`.
     pub async fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<Client> {
+        let server = address(&redis);
+        Client::start(redis, None, server, options).await
+    }
+
+    async fn start(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        server: String,
+        options: ClientOptions,
+    ) -> Result<Client> {
         #[cfg(feature = "tls")]
         {
             // rustls needs a process-wide crypto provider; one the application installed
             // first is kept.
             drop(rustls::crypto::ring::default_provider().install_default());
         }
-        let server = redis.get_connection_info().addr().to_string().into();
-        let core = Core::open(redis, options).await?;
+        let core = Core::open(redis, sentinels, options).await?;
         Ok(Client {
             core: Arc::new(core),
-            server,
+            server: server.into(),
         })
     }
 
@@ -97,7 +124,8 @@ impl Client {
         self.core.id()
     }
 
-    /// The address of the server the client was opened on (`host:port`, or a socket path).
+    /// The server the client was opened on: its address (`host:port`, or a socket path), or
+    /// for a Sentinel URL, that URL without credentials.
     pub fn server(&self) -> &str {
         &self.server
     }
@@ -136,6 +164,19 @@ impl Client {
 
     pub(crate) fn next_owner_id(&self) -> String {
         self.core.next_owner_id()
+    }
+}
+
+/// The server's address, `host:port` (or a socket path).
+fn address(redis: &redis::Client) -> String {
+    redis.get_connection_info().addr().to_string()
+}
+
+/// `url` without the `user:password@` part.
+fn without_credentials(url: &str) -> String {
+    match (url.split_once("://"), url.rsplit_once('@')) {
+        (Some((scheme, _)), Some((_, rest))) => format!("{scheme}://{rest}"),
+        _ => url.to_owned(),
     }
 }
 
