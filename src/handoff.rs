@@ -93,7 +93,7 @@ pub fn end_holding(
         key.delete(how)?;
         // In a cluster the master's message already reached every node (or, sharded, every
         // node of the shard): a replica that replays the release does not send it again.
-        if !(node::from_replication(ctx) && node::is_cluster(ctx)) {
+        if !node::replayed_in_cluster(ctx) {
             publish::release_message(ctx, key.name())?;
         }
     }

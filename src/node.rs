@@ -37,3 +37,11 @@ pub fn can_block(ctx: *mut raw::RedisModuleCtx) -> bool {
 pub fn is_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
     flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
 }
+
+/// Whether a command replayed from the master (or an AOF) runs in a cluster node: one
+/// reading of the context flags.
+pub fn replayed_in_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let flags = flags(ctx);
+    let replayed = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+    flags & replayed != 0 && flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+}
