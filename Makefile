@@ -2,7 +2,11 @@
 
 PORT ?= 6379
 CARGO ?= cargo
-MODULE := $(CURDIR)/target/release/librlock.so
+# Where cargo builds: `CARGO_TARGET_DIR`, `build.target-dir` of a cargo config, or
+# target/; cargo itself says which.
+TARGET_DIR := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | \
+	sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+MODULE := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/release/librlock.so
 APT_PACKAGES := redis-server redis-tools libclang-dev clang
 
 .DEFAULT_GOAL := help
@@ -32,7 +36,7 @@ deps: ## Install redis-server, redis-cli and libclang (apt) when missing
 		exit 1; \
 	fi
 
-build: ## Build the module (target/release/librlock.so)
+build: ## Build the module (<target dir>/release/librlock.so)
 	$(CARGO) build --release -p rlock
 
 # Redis queues `rlock.*` lines it reads before the module is loaded and applies them when
@@ -43,14 +47,14 @@ run: deps build ## Run redis-server on 127.0.0.1:PORT with the module loaded
 		--loadmodule $(MODULE)
 
 test: deps build ## Build, then run every test of the workspace
-	$(CARGO) test --workspace
+	RLOCK_MODULE=$(MODULE) $(CARGO) test --workspace
 
 bench: build ## Run the benchmarks (package rlock-bench in bench/)
 	@if [ ! -d $(CURDIR)/bench ]; then \
 		echo "no bench/ directory yet: the rlock-bench package is not written" >&2; \
 		exit 1; \
 	fi
-	$(CARGO) run --release -p rlock-bench
+	RLOCK_MODULE=$(MODULE) $(CARGO) run --release -p rlock-bench
 
 lint: ## Check formatting and run clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

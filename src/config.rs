@@ -117,7 +117,7 @@ impl ChannelPrefix {
 static PREFIX_STRING: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
 
 /// Registers `rlock.channel-prefix` with getter and setter of the module's own.
-pub fn register_channel_prefix(ctx: *mut raw::RedisModuleCtx) -> bool {
+pub(crate) fn register_channel_prefix(ctx: *mut raw::RedisModuleCtx) -> bool {
     let Some(register) = (unsafe { raw::RedisModule_RegisterStringConfig }) else {
         return false;
     };

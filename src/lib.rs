@@ -102,7 +102,7 @@ mod module {
         guard::entry("loading", ERR, || match load(ctx, argc) {
             Ok(()) => OK,
             Err(why) => {
-                raw::redis_log(ctx, &format!("rlock: cannot load: {why}"));
+                raw::redis_log(ctx, &format!("rlock: {why}"));
                 ERR
             }
         })
@@ -113,7 +113,7 @@ mod module {
     fn load(ctx: *mut raw::RedisModuleCtx, argc: c_int) -> Result<(), String> {
         if let Some(name) = apis::missing() {
             return Err(format!(
-                "this server lacks the module API function {name} (rlock needs Redis 7.0 or later, or Valkey)"
+                "cannot load: this server lacks the module API function {name} (rlock needs Redis 7.0 or later, or Valkey)"
             ));
         }
         if argc > 0 {
@@ -124,13 +124,15 @@ mod module {
             );
         }
         guard::install_panic_hook();
-        TOKEN_AUX.create_data_type(ctx).map_err(str::to_owned)?;
-        register_configs(ctx)?;
+        TOKEN_AUX
+            .create_data_type(ctx)
+            .map_err(|e| format!("cannot load: {e}"))?;
+        register_configs(ctx).map_err(|e| format!("cannot load: {e}"))?;
         crate::info::register(ctx);
         crate::store::signal_writes_explicitly(ctx);
         register::register(ctx, &commands::COMMANDS)
             .and_then(|()| events::subscribe(ctx))
-            .map_err(|e| e.to_string())
+            .map_err(|e| format!("cannot load: {e}"))
     }
 
     /// Every `rlock.*` config, then Redis applies the values it was given for them

@@ -2,6 +2,8 @@
 //! can make the module hold, wait for, or echo.
 
 mod support;
+// The waiting tests' bare connection; not every helper of it is used here.
+#[allow(dead_code)]
 #[path = "waiting/wire.rs"]
 mod wire;
 
