@@ -3,7 +3,7 @@
 //! (Replicas and AOF replays learn tokens from `LOCK.APPLY`; RDB files carry the counter.)
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use redis_module::raw;
 
@@ -42,8 +42,29 @@ unsafe extern "C" fn on_key_event(
                 Ok(())
             });
         }
+        keep_the_callers_db(ctx, event);
         0
     })
+}
+
+/// The database of the last `move_from` event (-1: none pending).
+static MOVED_FROM: AtomicI32 = AtomicI32::new(-1);
+
+/// Valkey 8.1 runs module keyspace callbacks on the client executing the command and
+/// selects the event's database on it without selecting the client's own back (fixed by
+/// valkey-io/valkey#4024): after `MOVE key db` the client would be left in `db`. `MOVE`
+/// notifies `move_from` (the client's database) then `move_to`: after `move_to`, the
+/// client's database is selected again. (Where callbacks get a client of their own, as on
+/// Redis, this selects a database on that client only.)
+fn keep_the_callers_db(ctx: *mut raw::RedisModuleCtx, event: &CStr) {
+    if event == c"move_from" {
+        MOVED_FROM.store(node::selected_db(ctx), Ordering::Relaxed);
+    } else if event == c"move_to" {
+        let from = MOVED_FROM.swap(-1, Ordering::Relaxed);
+        if let (true, Some(select)) = (from >= 0, unsafe { raw::RedisModule_SelectDb }) {
+            unsafe { select(ctx, from) };
+        }
+    }
 }
 
 /// Subscribes to the keyspace and server events the module needs.
