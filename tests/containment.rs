@@ -157,3 +157,27 @@ fn an_rdb_saved_while_the_clock_covers_the_counter_loads_without_the_module_on_7
         assert!(log.contains("rlock-tok"), "{log}");
     }
 }
+
+#[test]
+fn lock_commands_are_in_acl_categories_where_the_server_allows_it() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let members = |con: &mut redis::Connection, category: &str| -> Vec<String> {
+        match raw(con, &["ACL", "CAT", category]) {
+            Value::Array(items) => items.iter().filter_map(support::text_of).collect(),
+            other => panic!("ACL CAT {category}: {other:?}"),
+        }
+    };
+    let hash = members(&mut con, "hash");
+    let dangerous = members(&mut con, "dangerous");
+    if version(&mut con) >= (7, 2) {
+        for command in ["lock.acquire", "lock.release", "lock.renew", "lock.info"] {
+            assert!(hash.iter().any(|c| c == command), "{command} not in @hash");
+        }
+        assert!(dangerous.iter().any(|c| c == "lock.forcerelease"));
+        assert!(!dangerous.iter().any(|c| c == "lock.acquire"));
+    } else {
+        // Redis 7.0 has no way for a module to set categories.
+        assert!(!hash.iter().any(|c| c.starts_with("lock.")), "{hash:?}");
+    }
+}
