@@ -37,6 +37,8 @@ pub const MAX_WAITERS_LIMIT: i64 = 1 << 40;
 /// Prefix of the release channel.
 pub static CHANNEL_PREFIX: ChannelPrefix = ChannelPrefix(Mutex::new(Vec::new()));
 pub const DEFAULT_CHANNEL_PREFIX: &str = "redisson_lock__channel";
+/// [`DEFAULT_CHANNEL_PREFIX`] as Redis is given it.
+const DEFAULT_CHANNEL_PREFIX_C: &CStr = c"redisson_lock__channel";
 
 /// The longest channel prefix accepted.
 const MAX_PREFIX_LEN: usize = 1024;
@@ -121,7 +123,7 @@ pub(crate) fn register_channel_prefix(ctx: *mut raw::RedisModuleCtx) -> bool {
     let Some(register) = (unsafe { raw::RedisModule_RegisterStringConfig }) else {
         return false;
     };
-    let default = c"redisson_lock__channel";
+    let default = DEFAULT_CHANNEL_PREFIX_C;
     let flags = raw::REDISMODULE_CONFIG_DEFAULT as c_uint;
     let registered = unsafe {
         register(
@@ -206,4 +208,17 @@ fn free_string(s: *mut raw::RedisModuleString) {
 /// Locks a config mutex; a poisoned one still holds a valid value.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_prefix_is_the_same_in_both_forms() {
+        assert_eq!(
+            DEFAULT_CHANNEL_PREFIX_C.to_bytes(),
+            DEFAULT_CHANNEL_PREFIX.as_bytes()
+        );
+    }
 }

@@ -7,8 +7,9 @@
 //!
 //! Layout, in layers whose imports only point down (top first; `tests/layering.rs` checks
 //! it):
-//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init; `register.rs` hands the command table to Redis;
-//!   `events.rs` — keyspace events, `FLUSHDB`, role changes, the end of loading.
+//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init;
+//!   `register.rs` hands the command table to Redis; `events.rs` — keyspace events
+//!   (`RESTORE`, `MOVE`), `FLUSHDB`, `SWAPDB`, role changes, the end of loading.
 //! - `commands/` — `mod.rs`: the one table of every command (flags, arity, keys, docs);
 //!   one file per command: synopsis, args with a pure `parse`, and a thin `run`.
 //! - `info.rs` — the `INFO rlock` section; `dispatch.rs` — how Redis calls a command.
@@ -66,6 +67,7 @@ mod waiting;
 #[cfg(not(test))]
 mod module {
     use std::ffi::c_int;
+    use std::sync::atomic::AtomicI64;
 
     use redis_module::configuration::{
         register_enum_configuration, register_i64_configuration, ConfigurationFlags,
@@ -135,48 +137,21 @@ mod module {
             .map_err(|e| format!("cannot load: {e}"))
     }
 
+    /// The numeric configs: name, variable, default, min, max.
+    #[rustfmt::skip]
+    const NUMBERS: [(&str, &AtomicI64, i64, i64, i64); 5] = [
+        ("default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS),
+        ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP),
+        ("failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS),
+        ("max-waiters", &config::MAX_WAITERS, 0, 0, config::MAX_WAITERS_LIMIT),
+        ("max-waiters-per-key", &config::MAX_WAITERS_PER_KEY, 0, 0, config::MAX_WAITERS_LIMIT),
+    ];
+
     /// Every `rlock.*` config, then Redis applies the values it was given for them
     /// (`rlock.*` lines of redis.conf, `--rlock.*` flags).
     fn register_configs(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         let context = Context::new(ctx);
-        let numbers = [
-            (
-                "default-lease",
-                &config::DEFAULT_LEASE,
-                config::DEFAULT_LEASE_MS,
-                1,
-                config::MAX_LEASE_MS,
-            ),
-            (
-                "token-gap",
-                &config::TOKEN_GAP,
-                config::DEFAULT_TOKEN_GAP,
-                0,
-                config::MAX_TOKEN_GAP,
-            ),
-            (
-                "failover-delay",
-                &config::FAILOVER_DELAY,
-                config::DEFAULT_FAILOVER_DELAY_MS,
-                0,
-                config::MAX_LEASE_MS,
-            ),
-            (
-                "max-waiters",
-                &config::MAX_WAITERS,
-                0,
-                0,
-                config::MAX_WAITERS_LIMIT,
-            ),
-            (
-                "max-waiters-per-key",
-                &config::MAX_WAITERS_PER_KEY,
-                0,
-                0,
-                config::MAX_WAITERS_LIMIT,
-            ),
-        ];
-        for (name, value, default, min, max) in numbers {
+        for (name, value, default, min, max) in NUMBERS {
             let flags = ConfigurationFlags::DEFAULT;
             register_i64_configuration(&context, name, value, default, min, max, flags, None);
         }
