@@ -67,7 +67,7 @@ run: deps build ## Run redis-server on 127.0.0.1:PORT with the module loaded
 
 test: deps build valkey ## Build, then run every test: on Redis, then on Valkey
 	RLOCK_MODULE=$(MODULE) $(CARGO) test --workspace
-	RLOCK_MODULE=$(MODULE) RLOCK_SERVER=$(VALKEY) $(CARGO) test -p rlock -p rlock-client
+	RLOCK_MODULE=$(MODULE) RLOCK_SERVER=$(VALKEY) $(CARGO) test -p rlock -p rlock-client -p rlock-cli
 
 bench: build ## Run the benchmarks (package rlock-bench in bench/)
 	@if [ ! -d $(CURDIR)/bench ]; then \

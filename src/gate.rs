@@ -120,13 +120,6 @@ fn call_text(
     element: usize,
 ) -> Option<String> {
     let (call, free) = unsafe { (raw::RedisModule_Call?, raw::RedisModule_FreeCallReply?) };
-    let (string_ptr, array_element, reply_type) = unsafe {
-        (
-            raw::RedisModule_CallReplyStringPtr?,
-            raw::RedisModule_CallReplyArrayElement?,
-            raw::RedisModule_CallReplyType?,
-        )
-    };
     let reply = unsafe {
         match args {
             [a] => call(ctx, command.as_ptr(), c"c".as_ptr(), a.as_ptr()),
@@ -143,23 +136,34 @@ fn call_text(
     if reply.is_null() {
         return None;
     }
-    let text = unsafe {
-        let value = if reply_type(reply) as isize == raw::REDISMODULE_REPLY_ARRAY {
-            array_element(reply, element)
-        } else {
-            reply
-        };
-        let mut len = 0usize;
-        let ptr: *const c_char = if value.is_null() {
-            std::ptr::null()
-        } else {
-            string_ptr(value, &mut len)
-        };
-        (!ptr.is_null()).then(|| {
-            let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
-            String::from_utf8_lossy(bytes).into_owned()
-        })
-    };
+    let text = reply_text(reply, element);
     unsafe { free(reply) };
     text
+}
+
+/// The text of a string reply, or of element `element` of an array reply.
+fn reply_text(reply: *mut raw::RedisModuleCallReply, element: usize) -> Option<String> {
+    let (string_ptr, array_element, reply_type) = unsafe {
+        (
+            raw::RedisModule_CallReplyStringPtr?,
+            raw::RedisModule_CallReplyArrayElement?,
+            raw::RedisModule_CallReplyType?,
+        )
+    };
+    let value = if unsafe { reply_type(reply) } as isize == raw::REDISMODULE_REPLY_ARRAY {
+        unsafe { array_element(reply, element) }
+    } else {
+        reply
+    };
+    if value.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    let ptr: *const c_char = unsafe { string_ptr(value, &mut len) };
+    if ptr.is_null() {
+        return None;
+    }
+    // The reply owns these bytes until it is freed, after this copy.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
 }

@@ -71,5 +71,21 @@ async fn main() -> Result<(), rlock_client::Error> {
         "lost it: {reason}; release says: {}",
         guard.release().await.unwrap_err()
     );
-    Ok(())
+
+    // 6. Work under a lock in one call: cancelled if the lock is lost, released after.
+    let answer = client
+        .lock("example:report")
+        .with_lock(|held| async move {
+            println!(
+                "working with token {}, {:?} left at least",
+                held.token(),
+                held.remaining()
+            );
+            42
+        })
+        .await?;
+    println!("the work answered {answer}");
+
+    // 7. Before main returns (the runtime ends with it): release whatever is still held.
+    client.close().await
 }

@@ -5,6 +5,9 @@
 //! `tokio::time::timeout` elapsed), the task ends a pending `WAIT` by killing its connection
 //! (see `wait.rs`), and a grant that crossed the cancellation is released right there, so no
 //! hold leaks.
+//!
+//! An error does not end an acquisition at once: `recover.rs` says whether to adopt a grant
+//! whose reply was lost, to try again on a fresh connection, or to queue again elsewhere.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +21,8 @@ use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::options::LockOptions;
 use crate::pool::WaitConn;
-use crate::wait::{release_unreported, Wait};
+use crate::recover::{Attempt, Next, Setbacks};
+use crate::wait::Wait;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
 const REWAIT_PAUSE: Duration = Duration::from_millis(10);
@@ -73,10 +77,18 @@ impl Acquisition {
     }
 
     async fn acquire(&mut self, limit: Option<Duration>) -> Outcome {
+        if self.core.is_closed() {
+            return Err(Error::Closed);
+        }
         let Some((token, at, conn)) = self.attempt(limit).await? else {
             return Ok(None);
         };
         let guard = Guard::new(&self.core, &self.key, &self.owner, token, self.options, at);
+        if self.core.is_closed() {
+            // `close` ran while this grant was on its way: it is not kept.
+            drop(guard.release().await);
+            return Err(Error::Closed);
+        }
         tracing::debug!(key = %self.key, owner = %self.owner, token, "lock acquired");
         match (self.options.required_replicas(), conn) {
             (Some((wanted, timeout)), Some(conn)) => {
@@ -93,8 +105,33 @@ impl Acquisition {
         }
     }
 
+    /// Acquires until the deadline of `limit`, recovering from errors (see `recover.rs`).
     async fn attempt(&mut self, limit: Option<Duration>) -> Result<Option<Granted>> {
         let deadline = limit.map(|limit| Instant::now() + limit);
+        let mut setbacks = Setbacks::default();
+        loop {
+            let err = match self.attempt_once(deadline).await {
+                Ok(granted) => return Ok(granted),
+                Err(err) => err,
+            };
+            let attempt = Attempt {
+                core: &self.core,
+                key: &self.key,
+                owner: &self.owner,
+                lease_ms: self.options.lease_ms(),
+                deadline,
+            };
+            match attempt.after_error(&err, &mut setbacks).await {
+                Next::Adopt(token, at) => return Ok(Some((token, at, None))),
+                Next::Retry(pause) if !self.reply.is_closed() => sleep(pause).await,
+                Next::Retry(_) => return Ok(None),
+                Next::Fail => return Err(err),
+            }
+        }
+    }
+
+    /// One try, then waiting until `deadline` (`None`: without limit).
+    async fn attempt_once(&mut self, deadline: Option<Instant>) -> Result<Option<Granted>> {
         if let Some(granted) = self.try_once().await? {
             return Ok(Some(granted));
         }
@@ -111,8 +148,13 @@ impl Acquisition {
         };
         loop {
             match waiting.run(&mut self.reply).await? {
-                // The lease started when the server granted it, before its reply arrived.
-                Some((token, conn)) => return Ok(Some((token, Instant::now(), Some(conn)))),
+                Some((token, conn)) => match self.counted_from(&waiting, token).await? {
+                    Some(at) => return Ok(Some((token, at, Some(conn)))),
+                    None => {
+                        tracing::debug!(key = %self.key, "a handed-over lock was gone at once; waiting again");
+                        self.core.give_back(conn);
+                    }
+                },
                 // The server ends an unlimited wait only by a handoff; should one end
                 // anyway (an older module, a `CLIENT UNBLOCK` it honoured), wait again.
                 None if deadline.is_none() && !self.reply.is_closed() => {
@@ -122,6 +164,20 @@ impl Acquisition {
                 None => return Ok(None),
             }
         }
+    }
+
+    /// When the safe deadline of a handed-over grant starts: the server set its lease some
+    /// time between the wait's send and the reply, so a renewal sent now fixes it (its send
+    /// time starts the deadline). `None` if the holding is already gone.
+    async fn counted_from(&self, wait: &Wait<'_>, token: u64) -> Result<Option<Instant>> {
+        let attempt = Attempt {
+            core: wait.core,
+            key: wait.key,
+            owner: wait.owner,
+            lease_ms: wait.lease_ms,
+            deadline: wait.deadline,
+        };
+        attempt.renew(token).await
     }
 
     /// One `LOCK.ACQUIRE` without `WAIT`: an uncontended lock costs no waiting. Waiters
@@ -147,14 +203,8 @@ impl Acquisition {
                 }
                 Ok(None)
             }
-            Err(err) => {
-                if err.is_timeout() {
-                    // The command may still be granted; a check on the same connection
-                    // runs after it.
-                    release_unreported(&self.core, &self.key, &self.owner).await;
-                }
-                Err(Error::from_command(err, &self.key, &self.owner))
-            }
+            // A timeout or a broken connection: `recover.rs` checks for a grant.
+            Err(err) => Err(Error::from_command(err, &self.key, &self.owner)),
         }
     }
 }

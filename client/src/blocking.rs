@@ -28,8 +28,10 @@ use redis::IntoConnectionInfo;
 use tokio::runtime::{Builder, Runtime};
 
 use crate::client::{Client, Owner};
+use crate::config::ClientOptions;
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
+use crate::holding::LostSignal;
 use crate::info::LockInfo;
 use crate::lock::Lock;
 use crate::options::LockOptions;
@@ -77,8 +79,21 @@ impl BlockingClient {
         BlockingClient::from_redis(redis::Client::open(url)?)
     }
 
+    /// Connects to the server at `url` with `options`; see [`Client::open_with`].
+    pub fn open_with<T: IntoConnectionInfo>(
+        url: T,
+        options: ClientOptions,
+    ) -> Result<BlockingClient> {
+        BlockingClient::from_redis_with(redis::Client::open(url)?, options)
+    }
+
     /// Builds a blocking client over an existing [`redis::Client`].
     pub fn from_redis(redis: redis::Client) -> Result<BlockingClient> {
+        BlockingClient::from_redis_with(redis, ClientOptions::new())
+    }
+
+    /// Builds a blocking client over an existing [`redis::Client`], with `options`.
+    pub fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<BlockingClient> {
         let rt = Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("rlock-client")
@@ -86,7 +101,7 @@ impl BlockingClient {
             .build()
             .map_err(|e| Error::Redis(e.into()))?;
         let rt = Rt(Some(rt));
-        let client = rt.block_on(Client::from_redis(redis))?;
+        let client = rt.block_on(Client::from_redis_with(redis, options))?;
         Ok(BlockingClient {
             client,
             rt: Arc::new(rt),
@@ -124,6 +139,11 @@ impl BlockingClient {
     /// Removes lock `name` whoever holds it; see [`Client::force_release`].
     pub fn force_release(&self, name: &str) -> Result<bool> {
         self.rt.block_on(self.client.force_release(name))
+    }
+
+    /// Releases every lock of this client's guards; see [`Client::close`].
+    pub fn close(&self) -> Result<()> {
+        self.rt.block_on(self.client.close())
     }
 
     /// The async client underneath (its futures must run on a runtime of your own).
@@ -214,6 +234,21 @@ impl BlockingGuard {
     /// Why the lock was lost, if it was.
     pub fn loss_reason(&self) -> Option<LossReason> {
         self.guard.loss_reason()
+    }
+
+    /// The safe deadline; see [`Guard::valid_until`].
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.guard.valid_until()
+    }
+
+    /// How long the lock is surely held from now; see [`Guard::remaining`].
+    pub fn remaining(&self) -> Duration {
+        self.guard.remaining()
+    }
+
+    /// A loss signal to hand to other threads or tasks; see [`Guard::lost_signal`].
+    pub fn lost_signal(&self) -> LostSignal {
+        self.guard.lost_signal()
     }
 
     /// Blocks until the lock is lost or `timeout` passes; the loss reason, if lost.

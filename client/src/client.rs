@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use redis::IntoConnectionInfo;
 
+use crate::config::ClientOptions;
 use crate::core::Core;
 use crate::error::Result;
 use crate::info::LockInfo;
@@ -43,16 +44,47 @@ impl Client {
     ///
     /// [`Error::ModuleMissing`]: crate::Error::ModuleMissing
     pub async fn open<T: IntoConnectionInfo>(url: T) -> Result<Client> {
-        Client::from_redis(redis::Client::open(url)?).await
+        Client::open_with(url, ClientOptions::new()).await
+    }
+
+    /// Connects as [`open`](Client::open) does, with `options` (timeouts, retries, margin).
+    pub async fn open_with<T: IntoConnectionInfo>(
+        url: T,
+        options: ClientOptions,
+    ) -> Result<Client> {
+        Client::from_redis_with(redis::Client::open(url)?, options).await
     }
 
     /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials;
     /// in a cluster, every node is reached with the same TLS settings and credentials).
     pub async fn from_redis(redis: redis::Client) -> Result<Client> {
-        let core = Core::open(redis).await?;
+        Client::from_redis_with(redis, ClientOptions::new()).await
+    }
+
+    /// Builds a client over an existing [`redis::Client`], with `options`.
+    pub async fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<Client> {
+        #[cfg(feature = "tls")]
+        {
+            // rustls needs a process-wide crypto provider; one the application installed
+            // first is kept.
+            drop(rustls::crypto::ring::default_provider().install_default());
+        }
+        let core = Core::open(redis, options).await?;
         Ok(Client {
             core: Arc::new(core),
         })
+    }
+
+    /// Releases every lock this client's guards hold (all their holds), and refuses new
+    /// acquisitions ([`Error::Closed`](crate::Error::Closed)). Guards report
+    /// [`LossReason::Closed`](crate::LossReason::Closed) from then on, and dropping them
+    /// sends nothing. Returns the first error, after trying every lock.
+    ///
+    /// Call it before the runtime ends (before `main` returns under `#[tokio::main]`): a
+    /// guard dropped while the runtime shuts down cannot be released, and its lock is only
+    /// freed when its lease runs out.
+    pub async fn close(&self) -> Result<()> {
+        self.core.close().await
     }
 
     /// This client's random id, the prefix of its owner ids.

@@ -21,17 +21,19 @@ pub(crate) fn acquire_waiting(key: &str, owner: &str, lease_ms: u64, wait_ms: u6
     cmd
 }
 
-/// `LOCK.RELEASE key owner`.
-pub(crate) fn release(key: &str, owner: &str) -> Cmd {
+/// `LOCK.RELEASE key owner TOKEN t`: acts only on the holding with token `t`, so a late
+/// release cannot free a newer holding of the same owner.
+pub(crate) fn release(key: &str, owner: &str, token: u64) -> Cmd {
     let mut cmd = cmd("LOCK.RELEASE");
-    cmd.arg(key).arg(owner);
+    cmd.arg(key).arg(owner).arg("TOKEN").arg(token);
     cmd
 }
 
-/// `LOCK.RENEW key owner LEASE ms`.
-pub(crate) fn renew(key: &str, owner: &str, lease_ms: u64) -> Cmd {
+/// `LOCK.RENEW key owner LEASE ms TOKEN t`: renews only the holding with token `t`.
+pub(crate) fn renew(key: &str, owner: &str, lease_ms: u64, token: u64) -> Cmd {
     let mut cmd = cmd("LOCK.RENEW");
     cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+    cmd.arg("TOKEN").arg(token);
     cmd
 }
 
@@ -91,6 +93,11 @@ pub(crate) fn cluster_slots() -> Cmd {
     cmd
 }
 
+/// `PING`: whether a server answers at all (the liveness probe of a long wait).
+pub(crate) fn ping() -> Cmd {
+    cmd("PING")
+}
+
 /// `ASKING`: the next command on the connection may touch a slot being migrated here.
 pub(crate) fn asking() -> Cmd {
     cmd("ASKING")
@@ -120,10 +127,13 @@ mod tests {
             words(&acquire_waiting("k", "o", 300, 0)),
             ["LOCK.ACQUIRE", "k", "o", "LEASE", "300", "WAIT", "0"]
         );
-        assert_eq!(words(&release("k", "o")), ["LOCK.RELEASE", "k", "o"]);
         assert_eq!(
-            words(&renew("k", "o", 2)),
-            ["LOCK.RENEW", "k", "o", "LEASE", "2"]
+            words(&release("k", "o", 9)),
+            ["LOCK.RELEASE", "k", "o", "TOKEN", "9"]
+        );
+        assert_eq!(
+            words(&renew("k", "o", 2, 9)),
+            ["LOCK.RENEW", "k", "o", "LEASE", "2", "TOKEN", "9"]
         );
         assert_eq!(words(&info("k")), ["LOCK.INFO", "k"]);
         assert_eq!(words(&force_release("k")), ["LOCK.FORCERELEASE", "k"]);
@@ -138,5 +148,6 @@ mod tests {
         assert_eq!(words(&info_cluster()), ["INFO", "cluster"]);
         assert_eq!(words(&cluster_slots()), ["CLUSTER", "SLOTS"]);
         assert_eq!(words(&asking()), ["ASKING"]);
+        assert_eq!(words(&ping()), ["PING"]);
     }
 }

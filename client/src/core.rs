@@ -5,9 +5,8 @@
 //! Guards and acquisitions hold an `Arc<Core>`; the public `Client` is a handle on one. The
 //! methods here are the seams they need, so nothing above reaches into the parts.
 
-use std::convert::Infallible;
-use std::future::{pending, Future};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use redis::aio::ConnectionManager;
@@ -16,7 +15,8 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 use crate::commands;
-use crate::error::{Error, LossReason, Result};
+use crate::config::ClientOptions;
+use crate::error::{timed_out, Error, LossReason, Result};
 use crate::info::LockInfo;
 use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
@@ -31,23 +31,27 @@ pub(crate) struct Core {
     waits: WaitPool,
     watchdog: Watchdog,
     runtime: Handle,
+    options: ClientOptions,
+    closed: AtomicBool,
 }
 
 impl Core {
     /// Connects through `redis` (checking for the module, loading a cluster's slot map) and
     /// starts the watchdog on the current tokio runtime.
-    pub(crate) async fn open(redis: redis::Client) -> Result<Core> {
-        let router = Arc::new(Router::new(redis));
+    pub(crate) async fn open(redis: redis::Client, options: ClientOptions) -> Result<Core> {
+        let router = Arc::new(Router::new(redis, options));
         check_module(&mut router.seed().shared().await?).await?;
         router.discover().await?;
         let runtime = Handle::current();
         let core = Core {
             id: uuid::Uuid::new_v4().to_string(),
             next_owner: AtomicU64::new(1),
-            watchdog: Watchdog::start(router.clone(), &runtime),
+            watchdog: Watchdog::start(router.clone(), &runtime, options.margin_duration()),
             waits: WaitPool::default(),
             router,
             runtime,
+            options,
+            closed: AtomicBool::new(false),
         };
         tracing::debug!(client = %core.id, "rlock client connected");
         Ok(core)
@@ -56,6 +60,11 @@ impl Core {
     /// The client's random id, the prefix of its owner ids.
     pub(crate) fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The client's settings.
+    pub(crate) fn options(&self) -> &ClientOptions {
+        &self.options
     }
 
     /// A fresh owner id, `<client id>:<n>`.
@@ -80,14 +89,19 @@ impl Core {
 
     /// `cmd` on `key`, over a wait connection of its own to the node that serves it; the
     /// answer, and the connection that gave it (to give back with [`Core::give_back`]).
+    /// Bounded by the response timeout, as the shared connection is (wait connections have
+    /// no timeout of their own); a connection whose answer is late is dropped.
     pub(crate) async fn query_own<T: FromRedisValue>(
         &self,
         key: &str,
         cmd: &Cmd,
     ) -> RedisResult<(RedisResult<T>, WaitConn)> {
-        match self.send_own(key, || cmd, pending::<Infallible>()).await? {
+        let late = tokio::time::sleep(self.options.response_timeout_duration());
+        match self.send_own(key, || cmd, late).await? {
             Sent::Answered(answer, own) => Ok((answer, own)),
-            Sent::Interrupted(never, _) => match never {},
+            Sent::Interrupted((), _) => {
+                Err(timed_out("no reply in time on a connection of its own"))
+            }
         }
     }
 
@@ -111,6 +125,21 @@ impl Core {
         self.waits.put(conn);
     }
 
+    /// Drops the idle wait connections to the node of `conn`, which broke.
+    pub(crate) fn forget_idle(&self, conn: &WaitConn) {
+        self.waits.forget(&conn.node);
+    }
+
+    /// Reloads the cluster's slot map (after a `READONLY` or `TRYAGAIN`).
+    pub(crate) async fn refresh_route(&self) -> RedisResult<()> {
+        self.router.discover().await
+    }
+
+    /// Whether the node that serves `key` answers a `PING` within the response timeout.
+    pub(crate) async fn probe(&self, key: &str) -> RedisResult<()> {
+        self.query::<String>(key, &commands::ping()).await.map(drop)
+    }
+
     /// `LOCK.INFO name`: the lock's state, or `None` if it is free.
     pub(crate) async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
         let reply: Value = self.admin(name, &commands::info(name)).await?;
@@ -123,9 +152,35 @@ impl Core {
         Ok(removed == 1)
     }
 
-    /// `LOCK.RELEASE key owner`: the holds that remain.
-    pub(crate) async fn release(&self, key: &str, owner: &str) -> RedisResult<u64> {
-        self.query(key, &commands::release(key, owner)).await
+    /// `LOCK.RELEASE key owner TOKEN token`: the holds that remain.
+    pub(crate) async fn release(&self, key: &str, owner: &str, token: u64) -> RedisResult<u64> {
+        self.query(key, &commands::release(key, owner, token)).await
+    }
+
+    /// Whether [`Core::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Stops new acquisitions, and releases every hold of the client's guards (they report
+    /// [`LossReason::Closed`] from then on). Returns the first error, after trying them all.
+    pub(crate) async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
+        let held = self.watchdog.drain();
+        self.quiesce().await;
+        let mut releases = tokio::task::JoinSet::new();
+        for (holding, holds) in held {
+            holding.mark_lost(LossReason::Closed);
+            releases.spawn(release_holds(self.router.clone(), holding, holds));
+        }
+        let mut first = Ok(());
+        while let Some(done) = releases.join_next().await {
+            let outcome = done.unwrap_or_else(|_| Err(Error::internal("a release ended early")));
+            if let (Ok(()), Err(err)) = (&first, outcome) {
+                first = Err(err);
+            }
+        }
+        first
     }
 
     /// `cmd` on `name`, with an unknown command read as a missing module.
@@ -163,6 +218,22 @@ impl Core {
     pub(crate) fn watchdog_stats(&self) -> WatchdogStats {
         self.watchdog.stats()
     }
+}
+
+/// Sends `holds` releases of `holding`, stopping when the server says it is free or not held.
+async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize) -> Result<()> {
+    let (key, owner) = (&holding.key, &holding.owner);
+    let cmd = commands::release(key, owner, holding.token);
+    for _ in 0..holds {
+        let answer = router.query::<u64>(key, &cmd).await;
+        match answer.map_err(|e| Error::from_command(e, key, owner)) {
+            Ok(0) | Err(Error::NotHeld { .. }) => return Ok(()),
+            Ok(_) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    tracing::debug!(%key, %owner, holds, "released at close");
+    Ok(())
 }
 
 /// Asks the server whether it knows `LOCK.ACQUIRE`. A server that refuses `COMMAND INFO`

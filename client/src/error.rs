@@ -14,9 +14,16 @@ pub enum LossReason {
     /// answered `NOTHELD`, or the same owner was granted a new holding (new token) meanwhile.
     /// Typical causes: `LOCK.FORCERELEASE`, a `DEL`, or the lease ran out on the server.
     NotHeld,
-    /// The lease ran out without a successful renewal (for example the connection was down),
-    /// or, without the watchdog, the explicit lease ended.
+    /// The safe deadline passed without a successful renewal (the server did not answer in
+    /// time, the process or its runtime was paused), or, without the watchdog, the explicit
+    /// lease ended. The deadline comes a margin before the server's lease ends.
     Expired,
+    /// A renewal was refused with `READONLY`: the node that held the lock became a replica
+    /// (a failover). The new master may or may not have the lock; the client does not count
+    /// on it.
+    Demoted,
+    /// [`Client::close`](crate::Client::close) released the lock.
+    Closed,
 }
 
 impl fmt::Display for LossReason {
@@ -24,6 +31,8 @@ impl fmt::Display for LossReason {
         f.write_str(match self {
             LossReason::NotHeld => "the server says it is no longer held",
             LossReason::Expired => "its lease ran out without renewal",
+            LossReason::Demoted => "its node became a replica",
+            LossReason::Closed => "the client was closed",
         })
     }
 }
@@ -75,6 +84,25 @@ pub enum Error {
         /// The replicas that acknowledged the grant.
         acked: usize,
     },
+    /// The server did not answer in time (see [`ClientOptions`](crate::ClientOptions)): it
+    /// is stopped, overloaded, or cut off. A command that timed out may still have run.
+    #[error("the server did not answer in time ({detail})")]
+    Unresponsive {
+        /// What was waited for.
+        detail: String,
+    },
+    /// The node answered `READONLY`: it is a replica now (a failover), and kept being one
+    /// while the acquisition tried again.
+    #[error("lock '{key}': the node is a replica, not a master ({detail})")]
+    ReadOnly {
+        /// The lock's key.
+        key: String,
+        /// The server's error text.
+        detail: String,
+    },
+    /// The client was closed with [`Client::close`](crate::Client::close).
+    #[error("the client was closed")]
+    Closed,
     /// The server does not know the `LOCK.*` commands: the rlock module is not loaded.
     #[error(
         "the rlock module is not loaded on this Redis server ({detail}); \
@@ -103,8 +131,14 @@ pub enum Error {
 }
 
 impl From<redis::RedisError> for Error {
-    /// A redirection that reaches the caller is one the client gave up following.
+    /// A redirection that reaches the caller is one the client gave up following; a reply
+    /// that did not come in time is [`Error::Unresponsive`].
     fn from(err: redis::RedisError) -> Error {
+        if err.is_timeout() {
+            return Error::Unresponsive {
+                detail: err.to_string(),
+            };
+        }
         match err.redirect_node() {
             Some((to, slot)) => Error::TooManyRedirects {
                 slot,
@@ -115,6 +149,14 @@ impl From<redis::RedisError> for Error {
     }
 }
 
+/// An I/O "timed out" error saying `what` did not come in time.
+pub(crate) fn timed_out(what: &str) -> redis::RedisError {
+    redis::RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        what.to_owned(),
+    ))
+}
+
 impl Error {
     /// How many redirections one command follows before it fails with
     /// [`Error::TooManyRedirects`].
@@ -122,11 +164,20 @@ impl Error {
 
     /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.
     pub(crate) fn from_command(err: redis::RedisError, key: &str, owner: &str) -> Error {
-        if err.code() == Some("NOTHELD") {
-            return Error::NotHeld {
-                key: key.to_owned(),
-                owner: owner.to_owned(),
-            };
+        match err.code() {
+            Some("NOTHELD") => {
+                return Error::NotHeld {
+                    key: key.to_owned(),
+                    owner: owner.to_owned(),
+                }
+            }
+            Some("READONLY") => {
+                return Error::ReadOnly {
+                    key: key.to_owned(),
+                    detail: err.detail().unwrap_or_default().to_owned(),
+                }
+            }
+            _ => {}
         }
         Error::from(err).module_missing_if_unknown()
     }
@@ -155,90 +206,5 @@ fn is_unknown_lock_command(err: &redis::RedisError) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn server_error(code: &str, detail: &str) -> redis::RedisError {
-        redis::make_extension_error(code.to_owned(), Some(detail.to_owned()))
-    }
-
-    #[test]
-    fn notheld_code_maps_to_not_held() {
-        let err = server_error("NOTHELD", "lock 'k' is not held by 'o'");
-        let mapped = Error::from_command(err, "k", "o");
-        assert!(matches!(&mapped, Error::NotHeld { key, owner } if key == "k" && owner == "o"));
-        assert_eq!(mapped.to_string(), "lock 'k' is not held by 'o'");
-    }
-
-    #[test]
-    fn unknown_lock_command_maps_to_module_missing() {
-        let err = server_error(
-            "ERR",
-            "unknown command 'LOCK.ACQUIRE', with args beginning with: 'k' 'o' ",
-        );
-        let mapped = Error::from_command(err, "k", "o");
-        assert!(matches!(mapped, Error::ModuleMissing { .. }), "{mapped:?}");
-        assert!(mapped.to_string().contains("rlock module is not loaded"));
-    }
-
-    #[test]
-    fn other_server_errors_stay_redis_errors() {
-        let err = server_error("WRONGTYPE", "key is not a lock");
-        let mapped = Error::from_command(err, "k", "o");
-        assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("WRONGTYPE")));
-    }
-
-    /// An error reply as the server sends it, parsed as from the wire.
-    fn wire_error(line: &str) -> redis::RedisError {
-        let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
-        value.extract_error().unwrap_err()
-    }
-
-    #[test]
-    fn a_redirection_that_reaches_the_caller_is_too_many_redirects() {
-        let err = wire_error("MOVED 3999 127.0.0.1:7001");
-        let mapped = Error::from_command(err, "k", "o");
-        assert!(
-            matches!(&mapped, Error::TooManyRedirects { slot: 3999, to } if to == "127.0.0.1:7001"),
-            "{mapped:?}"
-        );
-        assert_eq!(
-            mapped.to_string(),
-            "gave up after 5 Redis Cluster redirections for slot 3999 (the last to 127.0.0.1:7001)"
-        );
-        let ask = Error::from(wire_error("ASK 12 10.0.0.2:7002"));
-        assert!(
-            matches!(ask, Error::TooManyRedirects { slot: 12, .. }),
-            "{ask:?}"
-        );
-    }
-
-    #[test]
-    fn lost_and_timeout_render_key_and_cause() {
-        let lost = Error::Lost {
-            key: "k".into(),
-            reason: LossReason::Expired,
-        };
-        assert_eq!(
-            lost.to_string(),
-            "lock 'k' was lost: its lease ran out without renewal"
-        );
-        let timeout = Error::Timeout {
-            key: "k".into(),
-            waited: Duration::from_millis(250),
-        };
-        assert_eq!(
-            timeout.to_string(),
-            "timed out after 250ms waiting for lock 'k'"
-        );
-        let unreplicated = Error::NotReplicated {
-            key: "k".into(),
-            wanted: 2,
-            acked: 1,
-        };
-        assert_eq!(
-            unreplicated.to_string(),
-            "lock 'k' was granted but only 1 of 2 replicas acknowledged it in time; released it"
-        );
-    }
-}
+#[path = "error_tests.rs"]
+mod tests;

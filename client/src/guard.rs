@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use crate::core::Core;
 use crate::error::{Error, LossReason, Result};
+use crate::holding::LostSignal;
 use crate::options::LockOptions;
 use crate::registry::{Grant, Holding};
 
@@ -82,9 +83,32 @@ impl Guard {
         self.watchdog
     }
 
-    /// True once the lock is known to be lost; the critical section is then unprotected.
+    /// True once the lock is lost, or may be: the server said so, or the safe deadline
+    /// ([`valid_until`](Guard::valid_until)) passed without a renewal. The critical section
+    /// is then unprotected. This reads the clock: it is true from the deadline on, even if
+    /// the watchdog could not run (a paused process, a blocked runtime).
     pub fn is_lost(&self) -> bool {
         self.holding.lost_reason().is_some()
+    }
+
+    /// The safe deadline: the send time of the request that last set the lease, plus the
+    /// lease, minus the client's margin ([`ClientOptions::margin`](crate::ClientOptions::margin)).
+    /// The lock is held at least until then unless the server took it away; each renewal
+    /// moves it.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.holding.deadline().into_std()
+    }
+
+    /// How long the lock is surely held from now ([`valid_until`](Guard::valid_until) minus
+    /// now); zero once lost.
+    pub fn remaining(&self) -> std::time::Duration {
+        self.lost_signal().remaining()
+    }
+
+    /// A signal of this guard's loss that can be moved into spawned work, like a
+    /// cancellation token; see [`LostSignal`].
+    pub fn lost_signal(&self) -> LostSignal {
+        LostSignal::new(&self.holding)
     }
 
     /// Why the lock was lost, if it was.
@@ -92,9 +116,11 @@ impl Guard {
         self.holding.lost_reason()
     }
 
-    /// Resolves when the lock is lost: a renewal answered 0 (force release, deletion), or the
-    /// lease ran out without a successful renewal (connection down, or an explicit lease
-    /// ended). Never resolves while the lock is safely held.
+    /// Resolves when the lock is lost: a renewal answered 0 (force release, deletion) or
+    /// `READONLY` (a failover), or the safe deadline passed without a successful renewal
+    /// (server unreachable or paused, an explicit lease ended). It has a timer of its own:
+    /// it resolves at the deadline at the latest, whatever the watchdog is doing. Never
+    /// resolves while the lock is safely held.
     ///
     /// ```no_run
     /// # async fn demo(guard: rlock_client::Guard) {
@@ -106,16 +132,7 @@ impl Guard {
     /// # async fn do_the_work() {}
     /// ```
     pub async fn lost(&self) -> LossReason {
-        let mut lost = self.holding.subscribe();
-        loop {
-            if let Some(reason) = *lost.borrow_and_update() {
-                return reason;
-            }
-            if lost.changed().await.is_err() {
-                // The sender lives in the holding this guard keeps alive.
-                std::future::pending::<()>().await;
-            }
-        }
+        self.holding.lost().await
     }
 
     /// Releases this one hold. Returns the holds that remain for the owner (0: the lock is
@@ -123,7 +140,9 @@ impl Guard {
     /// before the release.
     ///
     /// The renewal stops before the `LOCK.RELEASE` is sent: no `LOCK.RENEW` for this hold
-    /// reaches the server after it. Completes even if this future is dropped.
+    /// reaches the server after it. The release carries the holding's token, so it cannot
+    /// free a newer holding of the same owner; none is sent once the server said the lock
+    /// is not held. Completes even if this future is dropped.
     pub async fn release(mut self) -> Result<u64> {
         self.start_release().await
     }
@@ -163,15 +182,19 @@ fn release_job(
     let counted = core.unregister(holding, watchdog);
     let (core, holding) = (core.clone(), holding.clone());
     async move {
-        let lost = holding.lost_reason();
         if !counted {
-            let reason = lost.unwrap_or(LossReason::NotHeld);
+            let reason = holding.lost_reason().unwrap_or(LossReason::NotHeld);
             return Err(lost_error(&holding, reason));
         }
         // A renewal round may be on its way with this lock in it: let it land first.
         core.quiesce().await;
+        let lost = holding.lost_reason();
+        if let Some(reason @ (LossReason::NotHeld | LossReason::Closed)) = lost {
+            // The server said it is not ours (or `close` released it): nothing to release.
+            return Err(lost_error(&holding, reason));
+        }
         let answer = core
-            .release(&holding.key, &holding.owner)
+            .release(&holding.key, &holding.owner, holding.token)
             .await
             .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
         match (answer, lost) {

@@ -10,8 +10,17 @@
 //! - **A watchdog**: by default a lock has a 30 s lease that one background task per client
 //!   renews every 10 s, in one pipelined round trip for all locks (per node, in a Redis
 //!   Cluster), until the guard is released. An explicit lease turns it off.
-//! - **Loss detection**: when a renewal is refused or the lease runs out unrenewed,
-//!   [`Guard::lost`] resolves and [`Guard::release`] says [`Error::Lost`].
+//! - **A safe deadline**: a holding counts only until the send time of the request that last
+//!   set its lease, plus the lease, minus a margin ([`ClientOptions::margin`]).
+//!   [`Guard::is_lost`] reads the clock, and [`Guard::lost`], a [`LostSignal`] (to move into
+//!   spawned work) and [`Lock::with_lock`] (which cancels its work) have a timer of their
+//!   own: a loss is seen by the deadline at the latest, whatever the watchdog is doing, even
+//!   after the process or its runtime was paused. A renewal refused (0, `READONLY`) is a loss
+//!   at once. [`Guard::release`] then says [`Error::Lost`].
+//! - **No late release frees a newer holding**: releases and renewals carry the holding's
+//!   token (`TOKEN t`), and none is sent once the server said the lock is not held.
+//! - **Bounded waits**: every reply has a response timeout, waits a deadline and a liveness
+//!   probe, all in [`ClientOptions`]; [`Client::close`] releases everything.
 //! - **Fencing tokens**: every holding has a token ([`Guard::token`]) that grows with every
 //!   new holding, to make the protected resources refuse a stale holder.
 //! - **Reentrancy**: through an [`Owner`] handle in async code, or per thread with the
@@ -25,11 +34,19 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use rlock_client::{Client, LockOptions};
+//! use rlock_client::{Client, ClientOptions, LockOptions};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), rlock_client::Error> {
-//!     let client = Client::open("redis://127.0.0.1:6379/").await?;
+//!     let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
+//!     let client = Client::open_with("redis://127.0.0.1:6379/", options).await?;
+//!
+//!     // Runs the work while holding the lock, and cancels it if the lock is lost.
+//!     let token = client
+//!         .lock("lock:job")
+//!         .with_lock(|held| async move { held.token() })
+//!         .await?;
+//!     println!("ran with fencing token {token}");
 //!
 //!     // Waits as long as needed; the watchdog keeps the lock until release.
 //!     let guard = client.lock("lock:order:42").acquire().await?;
@@ -51,13 +68,16 @@
 //!     let inner = me.lock("lock:tree").acquire().await?;
 //!     assert_eq!(inner.release().await?, 1);
 //!     assert_eq!(outer.release().await?, 0);
-//!     Ok(())
+//!
+//!     // Before `main` returns: a guard dropped after the runtime ends is not released.
+//!     client.close().await
 //! }
 //! ```
 //!
 //! `cargo run -p rlock-client --example basic -- redis://127.0.0.1:6379/` runs a longer tour;
 //! the `fencing` example shows a resource refusing a paused former holder's stale token.
-//! The `rlock` binary runs a command while holding a lock (`rlock run KEY -- CMD ARGS...`).
+//! The `rlock` tool (package `rlock-cli`) runs a command while holding a lock
+//! (`rlock run KEY -- CMD ARGS...`).
 //!
 //! # Redis Cluster
 //!
@@ -87,7 +107,8 @@
 //!
 //! - **Waits** run on a connection of their own to the node of the key; a redirected wait
 //!   is made again on a connection to the target. A cancelled wait is killed
-//!   (`CLIENT KILL ID`) on its own node.
+//!   (`CLIENT KILL ID`) on its own node. A wait answered `READONLY` (its node became a
+//!   replica) or `TRYAGAIN` reloads the slot map and queues again within its wait limit.
 //! - **The watchdog** sends one pipeline per node per round, to all nodes at once; renewals
 //!   a node redirects are sent again one by one, following the redirection.
 //! - **Releases**, `info` and `force_release` follow redirections as any command does.
@@ -96,19 +117,22 @@
 //!
 //! # Limits
 //!
-//! - A hold whose reply is lost to a broken connection (the command reached the server, the
-//!   answer did not) cannot be told apart from no grant: it ends with its lease. (A waiter's
-//!   grant whose reply had not left the server when its connection closed is taken back by
-//!   the server.)
+//! - A grant whose reply is lost to a timeout or a broken connection is looked for with
+//!   `LOCK.INFO` and adopted; if that check fails too, the hold ends with its lease. (A
+//!   waiter's grant whose reply had not left the server when its connection closed is taken
+//!   back by the server.)
 //! - A cancelled wait is ended with `CLIENT KILL ID` on its connection (the server does not
 //!   let `CLIENT UNBLOCK` end a wait). Without the ACL right to `CLIENT KILL`, the client can
 //!   only close its end, and the server drops the waiter when it notices the close.
-//! - A wait whose reply has not come 2 s after its deadline (a dead server or connection)
-//!   is abandoned as a cancelled one is, and fails.
+//! - A wait whose reply has not come [`ClientOptions::wait_grace`] after its deadline, or
+//!   whose server stops answering the `PING` sent every [`ClientOptions::keepalive`], is
+//!   abandoned as a cancelled one is, and fails with [`Error::Unresponsive`].
+//! - The deadline is measured with [`std::time::Instant`], which stops while the machine is
+//!   suspended; the server's lease does not.
 //! - [`LockOptions::min_replicas`] confirms a grant on replicas with Redis's `WAIT`;
 //!   replication stays asynchronous otherwise (renewals and releases are not confirmed).
 //! - A guard dropped after its client's runtime shut down cannot be released: it ends with
-//!   its lease.
+//!   its lease. Call [`Client::close`] before the runtime ends.
 //! - In a Redis Cluster, the slot map is loaded when the client opens and corrected by each
 //!   `MOVED`. A failover (a replica promoted after its master died) is not discovered: the
 //!   dead master's slots fail with I/O errors until the client is opened again. Nodes are
@@ -123,18 +147,21 @@
 //! its own, and within a layer only those after it (`tests/layering.rs` checks it).
 //!
 //! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
-//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task), `wait.rs`
-//!   (waiting on a connection of its own, and abandoning a wait), `replicas.rs` (confirming
-//!   a grant, [`LockOptions::min_replicas`]), `guard.rs` ([`Guard`]: token, loss signal,
-//!   release and drop).
+//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task),
+//!   `recover.rs` (after an error: adopt a grant whose reply was lost, retry on a fresh
+//!   connection, queue again), `wait.rs` (waiting on a connection of its own, and abandoning
+//!   a wait), `replicas.rs` (confirming a grant, [`LockOptions::min_replicas`]), `guard.rs`
+//!   ([`Guard`]: token, deadline, loss signal, release and drop).
 //! - Core: `core.rs`, what all handles of one client share: its id and owner ids, the
-//!   router, the wait connections, the watchdog, the runtime.
+//!   router, the wait connections, the watchdog, the runtime, the options; closing.
 //! - Watchdog: `watchdog.rs` (the renewal task), `rounds.rs` (its round trips).
 //! - Transport: `router.rs` (which node serves a key, and the one loop that follows `MOVED`
 //!   and `ASK` for every command), `pool.rs` (wait connections), `node.rs` (one server and
 //!   its shared connection).
-//! - Pure pieces: `commands.rs` (every command the client sends), `registry.rs` (the
-//!   holdings: leases, renewals, losses), `slots.rs`, `info.rs`, `options.rs`, `error.rs`.
+//! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
+//!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
+//!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
+//!   ([`LockOptions`]), `slots.rs`, `info.rs`; below them `error.rs`.
 
 #![warn(missing_docs)]
 
@@ -142,14 +169,17 @@ mod acquire;
 pub mod blocking;
 mod client;
 mod commands;
+mod config;
 mod core;
 mod error;
 mod guard;
+mod holding;
 mod info;
 mod lock;
 mod node;
 mod options;
 mod pool;
+mod recover;
 mod registry;
 mod replicas;
 mod rounds;
@@ -159,8 +189,10 @@ mod wait;
 mod watchdog;
 
 pub use client::{Client, Owner};
+pub use config::ClientOptions;
 pub use error::{Error, LossReason, Result};
 pub use guard::Guard;
+pub use holding::LostSignal;
 pub use info::LockInfo;
 pub use lock::Lock;
 pub use options::{LockOptions, DEFAULT_LEASE};

@@ -2,6 +2,7 @@
 //! `acquire.rs`, so that a dropped `acquire` future leaks no hold).
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use crate::acquire;
 use crate::core::Core;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
+use crate::holding::LostSignal;
 use crate::info::LockInfo;
 use crate::options::LockOptions;
 
@@ -71,6 +73,54 @@ impl Lock {
     /// `Ok(None)` if it stayed busy. Cancel-safe, as [`acquire`](Lock::acquire).
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<Guard>> {
         self.run(Some(wait)).await
+    }
+
+    /// Acquires the lock (as [`acquire`](Lock::acquire) does), runs `work` while holding it,
+    /// then releases it: node-redlock's `using`, etcd's `Session.Done()` in one call.
+    ///
+    /// `work` gets the holding's [`LostSignal`] (its fencing token, its deadline, and a
+    /// signal to hand to spawned work). If the lock is lost while `work` runs, `work` is
+    /// dropped (cancelled at its next `.await`) and the call fails with [`Error::Lost`];
+    /// it also fails so if the release finds the lock lost after `work` finished. A release
+    /// that fails otherwise (the server unreachable) is logged, and `work`'s value returned:
+    /// the lock then ends with its lease.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: rlock_client::Client) -> Result<(), rlock_client::Error> {
+    /// let rows = client
+    ///     .lock("lock:report")
+    ///     .with_lock(|held| async move {
+    ///         println!("writing with fencing token {}", held.token());
+    ///         42 // the work's value
+    ///     })
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn with_lock<F, Fut, T>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(LostSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let done = tokio::select! {
+            biased;
+            reason = guard.lost() => Err(reason),
+            value = work(guard.lost_signal()) => Ok(value),
+        };
+        let lost = |reason| Error::Lost {
+            key: self.key.clone(),
+            reason,
+        };
+        match (done, guard.release().await) {
+            (Err(reason), _) => Err(lost(reason)),
+            (Ok(_), Err(Error::Lost { reason, .. })) => Err(lost(reason)),
+            (Ok(value), Err(err)) => {
+                tracing::warn!(key = %self.key, %err, "could not release after the work; the lock ends with its lease");
+                Ok(value)
+            }
+            (Ok(value), Ok(_)) => Ok(value),
+        }
     }
 
     /// The lock's state on the server (`LOCK.INFO`), or `None` if it is free.

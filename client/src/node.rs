@@ -10,34 +10,42 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{ConnectionAddr, ConnectionInfo, RedisResult};
 use tokio::sync::OnceCell;
 
+use crate::config::ClientOptions;
+
 /// One server: its address and its shared multiplexed connection, opened at first use.
 pub(crate) struct Node {
     /// `host:port` (the form redirections use), or the seed's socket path.
     pub(crate) addr: Arc<str>,
     pub(crate) redis: redis::Client,
+    /// The client's timeouts and retries, for every connection to this node.
+    pub(crate) options: ClientOptions,
     shared: OnceCell<ConnectionManager>,
 }
 
 impl Node {
     /// The node the client is opened on, reached as `redis` says.
-    pub(crate) fn seed(redis: redis::Client) -> Arc<Node> {
+    pub(crate) fn seed(redis: redis::Client, options: ClientOptions) -> Arc<Node> {
         let addr = addr_text(redis.get_connection_info().addr());
-        Node::new(&addr, redis)
+        Node::new(&addr, redis, options)
     }
 
     /// Another node at `host:port`, reached with `template`'s settings (credentials, TLS).
-    pub(crate) fn at(template: &ConnectionInfo, host: &str, port: u16) -> RedisResult<Arc<Node>> {
+    pub(crate) fn at(
+        template: &ConnectionInfo,
+        host: &str,
+        port: u16,
+        options: ClientOptions,
+    ) -> RedisResult<Arc<Node>> {
         let info = template.clone().set_addr(node_addr(template, host, port));
-        Ok(Node::new(
-            &format!("{host}:{port}"),
-            redis::Client::open(info)?,
-        ))
+        let redis = redis::Client::open(info)?;
+        Ok(Node::new(&format!("{host}:{port}"), redis, options))
     }
 
-    fn new(addr: &str, redis: redis::Client) -> Arc<Node> {
+    fn new(addr: &str, redis: redis::Client, options: ClientOptions) -> Arc<Node> {
         Arc::new(Node {
             addr: addr.into(),
             redis,
+            options,
             shared: OnceCell::new(),
         })
     }
@@ -45,10 +53,14 @@ impl Node {
     /// The node's shared connection (cheap to clone; it reconnects by itself).
     pub(crate) async fn shared(&self) -> RedisResult<ConnectionManager> {
         // Few, short reconnect retries: a dead server should fail fast, and the watchdog
-        // retries every renewal period anyway.
+        // retries every renewal period anyway. Every reply is bounded: a server that stops
+        // answering fails each command after the response timeout.
+        let o = &self.options;
         let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
+            .set_number_of_retries(o.retry_count())
+            .set_max_delay(Duration::from_millis(500))
+            .set_connection_timeout(Some(o.connect_timeout_duration()))
+            .set_response_timeout(Some(o.response_timeout_duration()));
         let open = || ConnectionManager::new_with_config(self.redis.clone(), config);
         self.shared.get_or_try_init(open).await.cloned()
     }

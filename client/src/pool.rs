@@ -4,11 +4,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
+use redis::io::tcp::socket2::TcpKeepalive;
 use redis::{AsyncConnectionConfig, RedisResult};
 
 use crate::commands;
+use crate::error::timed_out;
 use crate::node::{Carrier, Node};
 
 /// How many idle wait connections a client keeps for reuse, per node.
@@ -29,29 +32,57 @@ pub(crate) struct WaitPool {
 }
 
 impl WaitPool {
-    /// An idle connection to `node`, or a new one.
+    /// An idle connection to `node` that still answers, or a new one.
     pub(crate) async fn get(&self, node: &Arc<Node>) -> RedisResult<WaitConn> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(&node.addr)
-            .and_then(Vec::pop);
-        if let Some(conn) = idle {
-            return Ok(conn);
+        while let Some(mut conn) = self.idle(node) {
+            // A pooled connection may have been closed by the server meanwhile (its idle
+            // `timeout`, a restart, `CLIENT KILL`); a wait sent on it would get no answer.
+            if conn.answers().await {
+                return Ok(conn);
+            }
+            tracing::debug!(node = %node.addr, "a pooled wait connection is stale; dropping it");
         }
+        self.open(node).await
+    }
+
+    fn idle(&self, node: &Node) -> Option<WaitConn> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.get_mut(&node.addr).and_then(Vec::pop)
+    }
+
+    /// A new wait connection to `node`.
+    async fn open(&self, node: &Arc<Node>) -> RedisResult<WaitConn> {
         // No response timeout: the reply to a WAIT comes when the server grants or gives up.
-        let config = AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut conn = node
-            .redis
+        // The wait watches its deadline and its server's liveness itself (`wait.rs`); TCP
+        // keepalive notices a peer host that is gone.
+        let o = node.options;
+        let config = AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(o.connect_timeout_duration()));
+        // The kernel counts keepalive times in whole seconds, 1 at least.
+        let every = o.keepalive_interval().max(Duration::from_secs(1));
+        let info = node.redis.get_connection_info().clone();
+        let tcp = info.tcp_settings().clone().set_nodelay(true);
+        let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
+        let redis = redis::Client::open(info.set_tcp_settings(tcp))?;
+        let mut conn = redis
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        let id = commands::client_id().query_async(&mut conn).await?;
+        let ask = commands::client_id();
+        let id = tokio::time::timeout(o.response_timeout_duration(), ask.query_async(&mut conn))
+            .await
+            .map_err(|_| timed_out("no reply to CLIENT ID in time"))??;
         Ok(WaitConn {
             conn,
             id,
             node: node.clone(),
         })
+    }
+
+    /// Drops the idle connections to `node`: one of them broke, the others are suspect.
+    pub(crate) fn forget(&self, node: &Node) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        idle.remove(&node.addr);
     }
 
     /// Gives back a connection whose last command was answered (never a killed one).
@@ -82,6 +113,14 @@ impl Carrier for WaitPool {
 }
 
 impl WaitConn {
+    /// Whether the connection answers a `PING` within the response timeout.
+    async fn answers(&mut self) -> bool {
+        let ping = commands::ping();
+        let reply = ping.query_async::<String>(&mut self.conn);
+        let within = self.node.options.response_timeout_duration();
+        matches!(tokio::time::timeout(within, reply).await, Ok(Ok(_)))
+    }
+
     /// Ends whatever runs on this connection with `CLIENT KILL ID`, sent on the shared
     /// connection of the same node (client ids are per server). Once it is answered, the
     /// server has closed the connection.

@@ -4,54 +4,15 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::error::LossReason;
-
-/// One holding on the server, `(key, owner, token)`, as seen by the guards that share it.
-#[derive(Debug)]
-pub(crate) struct Holding {
-    pub(crate) key: String,
-    pub(crate) owner: String,
-    pub(crate) token: u64,
-    lost: watch::Sender<Option<LossReason>>,
-}
-
-impl Holding {
-    fn new(key: &str, owner: &str, token: u64) -> Arc<Holding> {
-        Arc::new(Holding {
-            key: key.to_owned(),
-            owner: owner.to_owned(),
-            token,
-            lost: watch::Sender::new(None),
-        })
-    }
-
-    /// Why the holding was lost, if it was.
-    pub(crate) fn lost_reason(&self) -> Option<LossReason> {
-        *self.lost.borrow()
-    }
-
-    /// A receiver that sees the loss.
-    pub(crate) fn subscribe(&self) -> watch::Receiver<Option<LossReason>> {
-        self.lost.subscribe()
-    }
-
-    /// Marks the holding lost; true if it was not lost before.
-    pub(crate) fn mark_lost(&self, reason: LossReason) -> bool {
-        self.lost.send_if_modified(|state| {
-            let fresh = state.is_none();
-            if fresh {
-                *state = Some(reason);
-            }
-            fresh
-        })
-    }
-}
+use crate::holding::safe_deadline;
+pub(crate) use crate::holding::Holding;
 
 /// A grant from the server, to be recorded.
 #[derive(Debug, Clone)]
@@ -61,7 +22,7 @@ pub(crate) struct Grant<'a> {
     pub(crate) token: u64,
     pub(crate) lease: Duration,
     pub(crate) watchdog: bool,
-    /// A time no later than when the server set the lease.
+    /// The send time of the request that set the lease (no later than the server's time).
     pub(crate) at: Instant,
 }
 
@@ -77,14 +38,30 @@ struct Entry {
     current: Arc<Holding>,
     holds: usize,
     watched: usize,
+    /// The lease renewals send.
     lease: Duration,
-    deadline: Instant,
+    /// The send time and lease of the latest-sent request known to have set the lease.
+    set_at: Instant,
+    set_lease: Duration,
     next_renew: Instant,
 }
 
 impl Entry {
     fn renewing(&self) -> bool {
         self.watched > 0 && self.current.lost_reason().is_none()
+    }
+
+    /// A request sent at `at` set the lease to `lease`: the safe deadline follows the one
+    /// sent last, with the shorter of the two leases (when two requests on different
+    /// connections cross, either may have been applied last).
+    fn lease_set(&mut self, at: Instant, lease: Duration, margin: Duration) {
+        let shorter = lease.min(self.set_lease);
+        if at >= self.set_at {
+            self.set_at = at;
+            self.set_lease = lease;
+        }
+        self.current
+            .set_deadline(safe_deadline(self.set_at, shorter, margin));
     }
 }
 
@@ -130,6 +107,9 @@ impl Eq for dyn Id + '_ {}
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     entries: HashMap<(String, String), Entry>,
+    /// The margin of every safe deadline (see `holding.rs`).
+    margin: Duration,
+    losses: Arc<AtomicU64>,
 }
 
 fn third(lease: Duration) -> Duration {
@@ -145,33 +125,47 @@ impl Registry {
         self.entries.get_mut(&(key, owner) as &dyn Id)
     }
 
+    /// A registry whose safe deadlines keep `margin` (see `holding.rs`).
+    pub(crate) fn new(margin: Duration) -> Registry {
+        Registry {
+            margin,
+            ..Registry::default()
+        }
+    }
+
     /// Records one more hold; returns the holding the new guard shares.
     pub(crate) fn register(&mut self, g: &Grant<'_>) -> Arc<Holding> {
+        let margin = self.margin;
+        let deadline = safe_deadline(g.at, g.lease, margin);
+        let losses = self.losses.clone();
         if let Some(e) = self.get_mut(g.key, g.owner) {
             if e.current.token == g.token {
                 // Reentry: the server counted one more hold and reset the lease.
                 if e.current.lost_reason().is_some() {
-                    e.current = Holding::new(g.key, g.owner, g.token);
+                    e.current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
+                    (e.set_at, e.set_lease) = (g.at, g.lease);
+                } else {
+                    e.lease_set(g.at, g.lease, margin);
                 }
                 e.holds += 1;
                 if g.watchdog {
                     e.watched += 1;
                     e.lease = g.lease;
                 }
-                e.deadline = g.at + g.lease;
                 e.next_renew = e.next_renew.min(g.at + third(g.lease));
                 return e.current.clone();
             }
             // A new token for the same owner: the holding we knew of is gone on the server.
             e.current.mark_lost(LossReason::NotHeld);
         }
-        let current = Holding::new(g.key, g.owner, g.token);
+        let current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
         let entry = Entry {
             current: current.clone(),
             holds: 1,
             watched: usize::from(g.watchdog),
             lease: g.lease,
-            deadline: g.at + g.lease,
+            set_at: g.at,
+            set_lease: g.lease,
             next_renew: g.at + third(g.lease),
         };
         self.entries
@@ -179,8 +173,9 @@ impl Registry {
         current
     }
 
-    /// Forgets one hold of `h`. True if that hold is still counted on the server's holding
-    /// (same token), so a `LOCK.RELEASE` must be sent for it.
+    /// Forgets one hold of `h`. True if that hold may still be counted on the server's
+    /// holding (same token, and the server has not said it lost it), so a `LOCK.RELEASE`
+    /// must be sent for it.
     pub(crate) fn unregister(&mut self, h: &Holding, watchdog: bool) -> bool {
         let Some(e) = self.get_mut(&h.key, &h.owner) else {
             return false;
@@ -188,6 +183,8 @@ impl Registry {
         if e.current.token != h.token {
             return false;
         }
+        let refused =
+            [h.lost_reason(), e.current.lost_reason()].contains(&Some(LossReason::NotHeld));
         e.holds = e.holds.saturating_sub(1);
         if watchdog {
             e.watched = e.watched.saturating_sub(1);
@@ -196,7 +193,7 @@ impl Registry {
             self.entries
                 .remove(&(h.key.as_str(), h.owner.as_str()) as &dyn Id);
         }
-        true
+        !refused
     }
 
     /// Marks `h` lost, and its entry too if the entry still describes the same holding.
@@ -243,31 +240,33 @@ impl Registry {
 
     /// The server renewed `r` (sent at `at`): its lease now runs to `at + lease` at least.
     pub(crate) fn renewed(&mut self, r: &Renewal, at: Instant) {
+        let margin = self.margin;
         if let Some(e) = self.entry_of(r) {
-            e.deadline = e.deadline.max(at + r.lease);
+            e.lease_set(at, r.lease, margin);
         }
     }
 
-    /// Marks lost every holding whose lease has run out by `now`; returns them.
+    /// Marks lost every holding whose safe deadline has passed by `now`; returns those it
+    /// marked.
     pub(crate) fn expire(&mut self, now: Instant) -> Vec<Arc<Holding>> {
         let live = self.entries.values();
         let expired: Vec<_> = live
-            .filter(|e| e.current.lost_reason().is_none() && e.deadline <= now)
+            .filter(|e| e.current.lost_reason().is_none() && e.current.deadline() <= now)
             .map(|e| e.current.clone())
             .collect();
-        for h in &expired {
-            h.mark_lost(LossReason::Expired);
-        }
         expired
+            .into_iter()
+            .filter(|h| h.mark_lost(LossReason::Expired))
+            .collect()
     }
 
-    /// When the watchdog must next look: the next renewal or lease end, if any.
+    /// When the watchdog must next look: the next renewal or safe deadline, if any.
     pub(crate) fn next_wakeup(&self) -> Option<Instant> {
         let live = self.entries.values();
         live.filter(|e| e.current.lost_reason().is_none())
             .map(|e| match e.watched {
-                0 => e.deadline,
-                _ => e.deadline.min(e.next_renew),
+                0 => e.current.deadline(),
+                _ => e.current.deadline().min(e.next_renew),
             })
             .min()
     }
@@ -282,6 +281,19 @@ impl Registry {
     /// How many distinct holdings are recorded.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// How many holdings were lost while recorded.
+    pub(crate) fn losses(&self) -> u64 {
+        self.losses.load(Ordering::Relaxed)
+    }
+
+    /// Forgets every hold; returns each holding that may still be held on the server, with
+    /// its holds (the `LOCK.RELEASE`s it needs).
+    pub(crate) fn drain(&mut self) -> Vec<(Arc<Holding>, usize)> {
+        let all = self.entries.drain().map(|(_, e)| (e.current, e.holds));
+        let held = all.filter(|(h, _)| h.lost_reason() != Some(LossReason::NotHeld));
+        held.collect()
     }
 }
 

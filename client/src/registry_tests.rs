@@ -1,6 +1,9 @@
 use super::*;
+use crate::holding::margin_for;
 
 const LEASE: Duration = Duration::from_millis(300);
+/// The part of `LEASE` counted on by a registry without a margin of its own: 1% is drift.
+const SAFE: Duration = Duration::from_millis(297);
 
 fn grant(owner: &str, token: u64, watchdog: bool, at: Instant) -> Grant<'_> {
     Grant {
@@ -89,10 +92,10 @@ fn renewal_moves_the_deadline_and_the_next_renewal() {
     reg.renewed(&due[0], t1);
     assert_eq!(reg.next_wakeup(), Some(t1 + Duration::from_millis(100)));
     assert!(
-        reg.expire(t0 + LEASE).is_empty(),
+        reg.expire(t0 + SAFE).is_empty(),
         "renewed past the first lease"
     );
-    let lost = reg.expire(t1 + LEASE);
+    let lost = reg.expire(t1 + SAFE);
     assert_eq!(lost.len(), 1);
     assert_eq!(lost[0].lost_reason(), Some(LossReason::Expired));
 }
@@ -109,7 +112,7 @@ fn failed_rounds_let_the_lease_run_out() {
         }
         assert!(reg.expire(at).is_empty());
     }
-    assert_eq!(reg.expire(t0 + LEASE).len(), 1);
+    assert_eq!(reg.expire(t0 + SAFE).len(), 1);
     assert_eq!(h.lost_reason(), Some(LossReason::Expired));
     assert_eq!(reg.period(), None, "lost holdings are not renewed");
     assert_eq!(reg.next_wakeup(), None);
@@ -121,9 +124,9 @@ fn explicit_lease_holding_expires_at_its_deadline_without_renewal() {
     let t0 = Instant::now();
     let h = reg.register(&grant("o", 1, false, t0));
     assert_eq!(reg.period(), None);
-    assert_eq!(reg.next_wakeup(), Some(t0 + LEASE));
-    assert!(reg.expire(t0 + LEASE - Duration::from_millis(1)).is_empty());
-    assert_eq!(reg.expire(t0 + LEASE).len(), 1);
+    assert_eq!(reg.next_wakeup(), Some(t0 + SAFE));
+    assert!(reg.expire(t0 + SAFE - Duration::from_millis(1)).is_empty());
+    assert_eq!(reg.expire(t0 + SAFE).len(), 1);
     assert!(h.lost_reason().is_some());
 }
 
@@ -145,4 +148,78 @@ fn holds_counts_live_guards_of_the_same_token_only() {
     assert_eq!(reg.holds("k", "o", 7), 2);
     assert_eq!(reg.holds("k", "o", 8), 0);
     assert_eq!(reg.holds("k", "other", 7), 0);
+}
+
+#[test]
+fn the_safe_deadline_keeps_the_margin_and_drift_but_at_most_half_the_lease() {
+    let ms = Duration::from_millis;
+    assert_eq!(margin_for(ms(900), ms(20)), ms(29));
+    assert_eq!(margin_for(ms(30_000), ms(20)), ms(320));
+    assert_eq!(margin_for(ms(30), ms(20)), ms(15), "at most half the lease");
+    let mut reg = Registry::new(ms(20));
+    let t0 = Instant::now();
+    let h = reg.register(&grant("o", 1, true, t0));
+    assert_eq!(h.deadline(), t0 + ms(300 - 23));
+}
+
+#[test]
+fn a_holding_is_lost_by_the_clock_alone_and_a_late_renewal_does_not_revive_it() {
+    let mut reg = Registry::default();
+    let past = Instant::now() - LEASE * 2;
+    let h = reg.register(&grant("o", 1, true, past));
+    assert_eq!(
+        h.lost_reason(),
+        Some(LossReason::Expired),
+        "no watchdog needed"
+    );
+    let due = Renewal {
+        holding: h.clone(),
+        lease: LEASE,
+    };
+    reg.renewed(&due, Instant::now());
+    assert_eq!(h.lost_reason(), Some(LossReason::Expired));
+    assert!(h.deadline() < Instant::now());
+}
+
+#[test]
+fn a_renewal_answered_after_a_later_one_does_not_move_the_deadline_back_past_it() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let h = reg.register(&grant("o", 1, true, t0));
+    let r = Renewal {
+        holding: h.clone(),
+        lease: LEASE,
+    };
+    let later = t0 + Duration::from_millis(50);
+    reg.renewed(&r, later);
+    assert_eq!(h.deadline(), later + SAFE);
+    reg.renewed(&r, t0 + Duration::from_millis(10));
+    assert_eq!(h.deadline(), later + SAFE, "the later send still counts");
+}
+
+#[test]
+fn no_release_follows_a_holding_the_server_refused() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let a = reg.register(&grant("o", 7, true, t0));
+    let b = reg.register(&grant("o", 7, true, t0));
+    reg.mark_lost(&a, LossReason::NotHeld);
+    assert!(!reg.unregister(&a, true));
+    assert!(!reg.unregister(&b, true), "the same holding: refused too");
+    assert_eq!(reg.len(), 0);
+}
+
+#[test]
+fn drain_forgets_every_hold_and_keeps_those_that_may_be_held() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    reg.register(&grant("kept", 1, true, t0));
+    reg.register(&grant("kept", 1, true, t0));
+    let gone = reg.register(&grant("gone", 2, true, t0));
+    reg.mark_lost(&gone, LossReason::NotHeld);
+    let drained = reg.drain();
+    assert_eq!(drained.len(), 1);
+    assert_eq!((drained[0].0.owner.as_str(), drained[0].1), ("kept", 2));
+    assert_eq!(reg.len(), 0);
+    assert_eq!(reg.losses(), 1);
 }

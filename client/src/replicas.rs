@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::commands;
 use crate::core::Core;
-use crate::error::{Error, Result};
+use crate::error::{timed_out, Error, Result};
 use crate::guard::Guard;
 use crate::options::ceil_ms;
 use crate::pool::WaitConn;
@@ -22,7 +22,11 @@ pub(crate) async fn confirm(
     // `WAIT n 0` would block forever.
     let timeout_ms = ceil_ms(timeout).max(1);
     let cmd = commands::wait_replicas(wanted, timeout_ms);
-    let acked = match cmd.query_async::<usize>(&mut conn.conn).await {
+    // The wait connection has no response timeout of its own: bound the `WAIT` here.
+    let bound = timeout + core.options().response_timeout_duration();
+    let answer = tokio::time::timeout(bound, cmd.query_async::<usize>(&mut conn.conn)).await;
+    let answer = answer.unwrap_or_else(|_| Err(timed_out("no reply to WAIT in time")));
+    let acked = match answer {
         Ok(acked) => {
             core.give_back(conn);
             acked

@@ -133,8 +133,8 @@ async fn resend_redirected(
     }
 }
 
-/// `LOCK.RENEW key owner LEASE ms` for one renewal.
+/// `LOCK.RENEW key owner LEASE ms TOKEN t` for one renewal.
 fn renew_command(r: &Renewal) -> redis::Cmd {
     let h = &r.holding;
-    commands::renew(&h.key, &h.owner, ceil_ms(r.lease))
+    commands::renew(&h.key, &h.owner, ceil_ms(r.lease), h.token)
 }

@@ -34,6 +34,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, RedisResult, Value};
 
 use crate::commands;
+use crate::config::ClientOptions;
 use crate::error::Error;
 use crate::node::{Carrier, Node, Shared};
 use crate::slots::{self, SlotMap};
@@ -57,9 +58,9 @@ pub(crate) enum Sent<T, C, I> {
 
 impl Router {
     /// A router whose seed is `redis`; connects to nothing yet.
-    pub(crate) fn new(redis: redis::Client) -> Router {
+    pub(crate) fn new(redis: redis::Client, options: ClientOptions) -> Router {
         let template = redis.get_connection_info().clone();
-        let seed = Node::seed(redis);
+        let seed = Node::seed(redis, options);
         let nodes = HashMap::from([(seed.addr.clone(), seed.clone())]);
         Router {
             seed,
@@ -200,7 +201,7 @@ impl Router {
         if let Some(node) = nodes.get(addr.as_str()) {
             return Ok(node.clone());
         }
-        let node = Node::at(&self.template, host, port)?;
+        let node = Node::at(&self.template, host, port, self.seed.options)?;
         nodes.insert(node.addr.clone(), node.clone());
         Ok(node)
     }

@@ -9,33 +9,32 @@
 //! waiter) and never reused.
 //! A grant the server made before the kill but had not yet replied is taken back by the
 //! server itself; one whose reply was already on its way is ours, and released after a
-//! `LOCK.INFO` check. A wait whose reply is [`REPLY_GRACE`] past its deadline (a dead server
-//! or connection) is abandoned the same way, and fails.
+//! `LOCK.INFO` check. A wait whose reply is the wait grace past its deadline, or whose server
+//! stops answering the `PING` sent every keepalive interval on its shared connection (a
+//! stopped server or a dead host: the wait's own connection says nothing), is abandoned the
+//! same way, and fails with [`Error::Unresponsive`].
 //!
 //! In a Redis Cluster, the wait goes to the node that serves the key; one redirected there
 //! (`MOVED`, `ASK`: the server answers at once, without queueing it) is made again on a
 //! connection to the target.
 
-use std::time::Duration;
-
 use tokio::sync::oneshot;
-use tokio::time::{sleep_until, Instant};
+use tokio::time::{sleep, sleep_until, Instant};
 
 use crate::commands;
 use crate::core::Core;
-use crate::error::{Error, Result};
+use crate::error::{timed_out, Error, Result};
 use crate::pool::WaitConn;
 use crate::router::Sent;
-
-/// How late a due reply may be before the wait is given up as dead.
-const REPLY_GRACE: Duration = Duration::from_secs(2);
 
 /// Why a wait was given up before its reply.
 enum Stop {
     /// The caller went away.
     Cancelled,
-    /// No reply [`REPLY_GRACE`] after the deadline.
+    /// No reply by the wait grace after the deadline.
     Overdue,
+    /// The server did not answer a liveness probe.
+    Unresponsive(redis::RedisError),
 }
 
 /// One wait for `key` as `owner`.
@@ -57,30 +56,53 @@ impl Wait<'_> {
         &self,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Option<(u64, WaitConn)>> {
-        let overdue = self.deadline.map(|d| d + REPLY_GRACE);
-        let interrupt = interruption(caller, overdue);
+        let grace = self.core.options().wait_grace_duration();
+        let overdue = self.deadline.map(|d| d + grace);
+        let interrupt = interruption(self, caller, overdue);
         let sent = self.core.send_own(self.key, || self.command(), interrupt);
-        match sent.await? {
-            Sent::Answered(Ok(Some(token)), waiter) => Ok(Some((token, waiter))),
+        let (why, waiter) = match sent.await? {
+            Sent::Answered(Ok(Some(token)), waiter) => return Ok(Some((token, waiter))),
             Sent::Answered(Ok(None), waiter) => {
                 self.core.give_back(waiter);
-                Ok(None)
+                return Ok(None);
             }
-            Sent::Answered(Err(err), _) => Err(Error::from_command(err, self.key, self.owner)),
-            Sent::Interrupted(Stop::Cancelled, waiter) => {
-                tracing::debug!(key = %self.key, owner = %self.owner, "acquire cancelled while waiting");
-                self.abandon(waiter).await;
-                Ok(None)
+            Sent::Answered(Err(err), waiter) => {
+                if err.is_io_error() {
+                    self.core.forget_idle(&waiter);
+                } else {
+                    // An error reply (READONLY, TRYAGAIN, ...): the connection is sound.
+                    self.core.give_back(waiter);
+                }
+                return Err(Error::from_command(err, self.key, self.owner));
             }
-            Sent::Interrupted(Stop::Overdue, waiter) => {
-                tracing::warn!(key = %self.key, owner = %self.owner, "no reply to a WAIT in time; abandoning it");
-                self.abandon(waiter).await;
-                Err(Error::Redis(redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
+            Sent::Interrupted(why, waiter) => (why, waiter),
+        };
+        self.stopped(why, waiter).await
+    }
+
+    /// Abandons a wait that `why` interrupted; `Ok(None)` if the caller went away.
+    async fn stopped(&self, why: Stop, waiter: WaitConn) -> Result<Option<(u64, WaitConn)>> {
+        let (key, owner) = (self.key, self.owner);
+        let failure = match why {
+            Stop::Cancelled => {
+                tracing::debug!(key, owner, "acquire cancelled while waiting");
+                None
+            }
+            Stop::Overdue => {
+                tracing::warn!(key, owner, "no reply to a WAIT in time; abandoning it");
+                Some(timed_out(
                     "no reply to LOCK.ACQUIRE ... WAIT by its deadline",
-                ))))
+                ))
             }
-        }
+            Stop::Unresponsive(err) => {
+                tracing::warn!(key, owner, %err, "the server stopped answering a waiter; abandoning the wait");
+                Some(err)
+            }
+        };
+        self.abandon(waiter).await;
+        failure.map_or(Ok(None), |err| {
+            Err(Error::from(timed_out(&err.to_string())))
+        })
     }
 
     /// `LOCK.ACQUIRE key owner LEASE ms WAIT ms`, waiting for what is left until the deadline.
@@ -105,18 +127,33 @@ impl Wait<'_> {
     }
 }
 
-/// What ends a wait before its reply: the caller going away, or no reply by `overdue`.
-async fn interruption<T>(caller: &mut oneshot::Sender<T>, overdue: Option<Instant>) -> Stop {
+/// What ends a wait before its reply: the caller going away, no reply by `overdue`, or a
+/// server that stops answering.
+async fn interruption<T>(
+    wait: &Wait<'_>,
+    caller: &mut oneshot::Sender<T>,
+    overdue: Option<Instant>,
+) -> Stop {
     let late = async {
         match overdue {
             Some(at) => sleep_until(at).await,
             None => std::future::pending().await,
         }
     };
+    let every = wait.core.options().keepalive_interval();
+    let dead = async {
+        loop {
+            sleep(every).await;
+            if let Err(err) = wait.core.probe(wait.key).await {
+                return err;
+            }
+        }
+    };
     tokio::select! {
         biased;
         () = caller.closed() => Stop::Cancelled,
         () = late => Stop::Overdue,
+        err = dead => Stop::Unresponsive(err),
     }
 }
 
@@ -125,19 +162,27 @@ async fn interruption<T>(caller: &mut oneshot::Sender<T>, overdue: Option<Instan
 /// the fresh owner of one acquisition; for a shared owner handle, an acquisition of the same
 /// owner still in flight may be counted as unknown.
 pub(crate) async fn release_unreported(core: &Core, key: &str, owner: &str) {
-    let info = match core.info(key).await {
-        Ok(Some(info)) if info.owner == owner => info,
-        Ok(_) => return,
+    let token = match unreported_grant(core, key, owner).await {
+        Ok(Some(token)) => token,
+        Ok(None) => return,
         Err(err) => return tracing::warn!(key, %err, "could not check the lock after a lost reply"),
     };
-    let known = core.local_holds(key, owner, info.token) as u64;
-    if info.holds <= known {
-        return;
-    }
-    match core.release(key, owner).await {
+    match core.release(key, owner, token).await {
         Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
         Err(err) => {
             tracing::warn!(key, owner, %err, "could not release a hold granted without a reply")
         }
     }
+}
+
+/// The token of a hold the server counts for `owner` on `key` beyond the guards this client
+/// knows of (a grant whose reply was lost), if there is one; same caveat as
+/// [`release_unreported`].
+pub(crate) async fn unreported_grant(core: &Core, key: &str, owner: &str) -> Result<Option<u64>> {
+    let info = match core.info(key).await? {
+        Some(info) if info.owner == owner => info,
+        _ => return Ok(None),
+    };
+    let known = core.local_holds(key, owner, info.token) as u64;
+    Ok((info.holds > known).then_some(info.token))
 }

@@ -57,17 +57,9 @@ impl Shared {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Marks a holding lost; counts and reports the loss if it is news.
+    /// Marks a holding lost (counted and reported by the holding if it is news).
     fn mark_lost(&self, holding: &Holding, reason: LossReason) {
-        if self.registry().mark_lost(holding, reason) {
-            self.lost(holding, reason);
-        }
-    }
-
-    /// Counts and reports a holding just found lost.
-    fn lost(&self, holding: &Holding, reason: LossReason) {
-        self.stats().losses += 1;
-        tracing::warn!(key = %holding.key, owner = %holding.owner, %reason, "lock lost");
+        self.registry().mark_lost(holding, reason);
     }
 }
 
@@ -78,10 +70,14 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the task on `runtime`, renewing through `router`.
-    pub(crate) fn start(router: Arc<Router>, runtime: &tokio::runtime::Handle) -> Watchdog {
+    /// Starts the task on `runtime`, renewing through `router`; deadlines keep `margin`.
+    pub(crate) fn start(
+        router: Arc<Router>,
+        runtime: &tokio::runtime::Handle,
+        margin: Duration,
+    ) -> Watchdog {
         let shared = Arc::new(Shared {
-            registry: Mutex::new(Registry::default()),
+            registry: Mutex::new(Registry::new(margin)),
             wake: Notify::new(),
             in_flight: tokio::sync::Mutex::new(()),
             stats: Mutex::new(WatchdogStats::default()),
@@ -106,6 +102,11 @@ impl Watchdog {
         self.shared.registry().unregister(holding, watchdog)
     }
 
+    /// Forgets every hold; returns the holdings that may still be held, with their holds.
+    pub(crate) fn drain(&self) -> Vec<(Arc<Holding>, usize)> {
+        self.shared.registry().drain()
+    }
+
     /// Marks a holding lost (the server answered `NOTHELD`).
     pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
         self.shared.mark_lost(holding, reason);
@@ -123,9 +124,12 @@ impl Watchdog {
 
     /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> WatchdogStats {
-        let holdings = self.shared.registry().len();
+        let registry = self.shared.registry();
+        let (holdings, losses) = (registry.len(), registry.losses());
+        drop(registry);
         WatchdogStats {
             holdings,
+            losses,
             ..self.shared.stats().clone()
         }
     }
@@ -161,10 +165,8 @@ async fn round(shared: &Shared, router: &Arc<Router>) {
         }
     }
     drop(flight);
-    let expired = shared.registry().expire(Instant::now());
-    for h in expired {
-        shared.lost(&h, LossReason::Expired);
-    }
+    // Counted and reported by the holdings themselves.
+    drop(shared.registry().expire(Instant::now()));
 }
 
 async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: Duration) {
@@ -185,18 +187,23 @@ async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: D
     }
     let mut refused = Vec::new();
     for (r, reply) in due.iter().zip(answers.replies) {
+        let lost = |reason| (r.holding.clone(), reason);
         match reply {
-            // Its node's pipeline failed (already told): the lease timer keeps running.
+            // Its node's pipeline failed (already told): the deadline keeps running.
             None => {}
             Some(Ok(1)) => registry.renewed(r, sent),
-            Some(Ok(_)) => refused.push(r.holding.clone()),
-            Some(Err(err)) if err.code() == Some("WRONGTYPE") => refused.push(r.holding.clone()),
-            Some(Err(err)) => tracing::warn!(key = %r.holding.key, %err, "lock renewal failed"),
+            Some(Ok(_)) => refused.push(lost(LossReason::NotHeld)),
+            Some(Err(err)) => match err.code() {
+                Some("WRONGTYPE") => refused.push(lost(LossReason::NotHeld)),
+                // The node became a replica: whatever the new master has, we cannot count on it.
+                Some("READONLY") => refused.push(lost(LossReason::Demoted)),
+                _ => tracing::warn!(key = %r.holding.key, %err, "lock renewal failed"),
+            },
         }
     }
     drop(registry);
-    for h in refused {
-        shared.mark_lost(&h, LossReason::NotHeld);
+    for (h, reason) in refused {
+        shared.mark_lost(&h, reason);
     }
     tracing::debug!(locks = due.len(), ?took, "locks renewed");
 }

@@ -19,7 +19,8 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "pure pieces",
         &[
             &["error"],
-            &["options", "slots", "info", "registry", "commands"],
+            &["options", "config", "slots", "info", "commands", "holding"],
+            &["registry"],
         ],
     ),
     ("transport", &[&["node"], &["router", "pool"]]),
@@ -27,7 +28,12 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
     ("core", &[&["core"]]),
     (
         "guard and acquisition",
-        &[&["guard"], &["wait", "replicas"], &["acquire"]],
+        &[
+            &["guard"],
+            &["wait", "replicas"],
+            &["recover"],
+            &["acquire"],
+        ],
     ),
     ("public API", &[&["lock"], &["client"], &["blocking"]]),
 ];

@@ -6,9 +6,10 @@ use crate::args::{self, Options};
 use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
 use crate::handoff::{self, Vacancy};
-use crate::lock::{self, AcquireStep};
+use crate::lock::{self, AcquireStep, Holding};
+use crate::registry::Db;
 use crate::reply::Reply;
-use crate::store::{LockEntry, LockKey, Mode, Over};
+use crate::store::{LockEntry, LockKey, Mode, Name, Over};
 use crate::token::{self, TOKENS};
 use crate::{config, counters, expiry, gate, node, waiting};
 
@@ -38,17 +39,12 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let owner = args.name(2)?;
     let db = node::selected_db(ctx);
-    let mut current = key.read_as(&owner)?;
     // During the failover delay a lock this node does not have is granted to nobody.
     let fenced = gate::fenced_until(now).is_some();
-    // A lock freed behind the module's back goes to its queue before any newcomer.
-    if current.is_none() && !fenced {
-        let handed = handoff::hand_off(ctx, db, &key, Vacancy::Free)?;
-        if handed.is_some() {
-            expiry::handed(ctx, key.name(), handed);
-            current = key.read_as(&owner)?;
-        }
-    }
+    let current = match key.read_as(&owner)? {
+        None if !fenced => serve_queue_first(ctx, db, &key, &owner)?,
+        current => current,
+    };
     let deadline_ms = now.saturating_add(lease);
     let (holds, token, over, counter) = match lock::acquire(current.as_ref(), parsed.owner) {
         AcquireStep::Fresh if !fenced => {
@@ -81,6 +77,22 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     expiry::lease_moved(ctx, key.name(), deadline_ms);
     counter.bump();
     Ok(Reply::Integer(token))
+}
+
+/// A lock freed behind the module's back goes to its queue before any newcomer; returns
+/// the lock as it is then.
+fn serve_queue_first(
+    ctx: *mut raw::RedisModuleCtx,
+    db: Db,
+    key: &LockKey,
+    owner: &Name<'_>,
+) -> Result<Option<Holding>, LockError> {
+    let handed = handoff::hand_off(ctx, db, key, Vacancy::Free)?;
+    if handed.is_none() {
+        return Ok(None);
+    }
+    expiry::handed(ctx, key.name(), handed);
+    key.read_as(owner)
 }
 
 #[cfg(test)]

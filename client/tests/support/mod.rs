@@ -240,6 +240,22 @@ impl Server {
         Some(info)
     }
 
+    /// Stops the server's process (SIGSTOP): it keeps its connections but answers nothing.
+    pub fn stop(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a stopped server run again (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.pid().to_string();
+        let sent = Command::new("kill").args([sig, &pid]).status();
+        assert!(sent.expect("run kill").success(), "kill {sig} {pid} failed");
+    }
+
     /// Kills the server now (SIGKILL) and reaps it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -1,5 +1,7 @@
 //! The `rlock` command-line tool, run as a process against a real server.
 
+// The client crate's test support: a redis-server of its own per test.
+#[path = "../../client/tests/support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader};

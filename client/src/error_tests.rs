@@ -1,0 +1,100 @@
+use super::*;
+
+fn server_error(code: &str, detail: &str) -> redis::RedisError {
+    redis::make_extension_error(code.to_owned(), Some(detail.to_owned()))
+}
+
+#[test]
+fn notheld_code_maps_to_not_held() {
+    let err = server_error("NOTHELD", "lock 'k' is not held by 'o'");
+    let mapped = Error::from_command(err, "k", "o");
+    assert!(matches!(&mapped, Error::NotHeld { key, owner } if key == "k" && owner == "o"));
+    assert_eq!(mapped.to_string(), "lock 'k' is not held by 'o'");
+}
+
+#[test]
+fn unknown_lock_command_maps_to_module_missing() {
+    let err = server_error(
+        "ERR",
+        "unknown command 'LOCK.ACQUIRE', with args beginning with: 'k' 'o' ",
+    );
+    let mapped = Error::from_command(err, "k", "o");
+    assert!(matches!(mapped, Error::ModuleMissing { .. }), "{mapped:?}");
+    assert!(mapped.to_string().contains("rlock module is not loaded"));
+}
+
+#[test]
+fn other_server_errors_stay_redis_errors() {
+    let err = server_error("WRONGTYPE", "key is not a lock");
+    let mapped = Error::from_command(err, "k", "o");
+    assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("WRONGTYPE")));
+}
+
+/// An error reply as the server sends it, parsed as from the wire.
+fn wire_error(line: &str) -> redis::RedisError {
+    let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+    value.extract_error().unwrap_err()
+}
+
+#[test]
+fn a_redirection_that_reaches_the_caller_is_too_many_redirects() {
+    let err = wire_error("MOVED 3999 127.0.0.1:7001");
+    let mapped = Error::from_command(err, "k", "o");
+    assert!(
+        matches!(&mapped, Error::TooManyRedirects { slot: 3999, to } if to == "127.0.0.1:7001"),
+        "{mapped:?}"
+    );
+    assert_eq!(
+        mapped.to_string(),
+        "gave up after 5 Redis Cluster redirections for slot 3999 (the last to 127.0.0.1:7001)"
+    );
+    let ask = Error::from(wire_error("ASK 12 10.0.0.2:7002"));
+    assert!(
+        matches!(ask, Error::TooManyRedirects { slot: 12, .. }),
+        "{ask:?}"
+    );
+}
+
+#[test]
+fn a_timeout_is_unresponsive_and_readonly_is_typed() {
+    let mapped = Error::from_command(timed_out("no reply to PING"), "k", "o");
+    assert!(matches!(mapped, Error::Unresponsive { .. }), "{mapped:?}");
+    assert!(mapped
+        .to_string()
+        .starts_with("the server did not answer in time"));
+    let err = server_error("READONLY", "You can't write against a read only replica.");
+    let mapped = Error::from_command(err, "k", "o");
+    assert!(
+        matches!(&mapped, Error::ReadOnly { key, .. } if key == "k"),
+        "{mapped:?}"
+    );
+}
+
+#[test]
+fn lost_and_timeout_render_key_and_cause() {
+    let lost = Error::Lost {
+        key: "k".into(),
+        reason: LossReason::Expired,
+    };
+    assert_eq!(
+        lost.to_string(),
+        "lock 'k' was lost: its lease ran out without renewal"
+    );
+    let timeout = Error::Timeout {
+        key: "k".into(),
+        waited: Duration::from_millis(250),
+    };
+    assert_eq!(
+        timeout.to_string(),
+        "timed out after 250ms waiting for lock 'k'"
+    );
+    let unreplicated = Error::NotReplicated {
+        key: "k".into(),
+        wanted: 2,
+        acked: 1,
+    };
+    assert_eq!(
+        unreplicated.to_string(),
+        "lock 'k' was granted but only 1 of 2 replicas acknowledged it in time; released it"
+    );
+}

@@ -1,0 +1,130 @@
+//! What an acquisition does after an error, so that it never hangs, never leaks a grant it
+//! could have known about, and never gives up on a waiter that only has to queue again:
+//!
+//! - **No reply in time** ([`Error::Unresponsive`]): the command may have run. The lock is
+//!   checked (`LOCK.INFO`): a grant the server counts beyond the client's guards is adopted;
+//!   otherwise the error stands.
+//! - **A broken connection** (a stale pooled connection, a restarted server): the same
+//!   check, then, up to [`ClientOptions::retries`](crate::ClientOptions::retries) times, the
+//!   acquisition is made again on a fresh connection.
+//! - **`READONLY`** (the node became a replica while the client waited: a failover; the
+//!   module's answer), **`UNBLOCKED`** (the same, answered by Redis itself, which unblocks
+//!   waiters when a master becomes a replica) and **`TRYAGAIN`** (a slot in migration): the
+//!   route is refreshed and the acquisition queues again, within its wait limit, at most
+//!   [`MAX_REQUEUES`] times in a row; then the error stands. (`MOVED` and `ASK` are
+//!   followed by the router itself.)
+//!
+//! An adopted grant is renewed at once (`LOCK.RENEW ... TOKEN`): the renewal's send time
+//! starts its safe deadline, since the grant's own time is unknown.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::commands;
+use crate::core::Core;
+use crate::error::{Error, Result};
+use crate::wait::unreported_grant;
+
+/// How many times in a row an acquisition queues again after `READONLY` or `TRYAGAIN`.
+pub(crate) const MAX_REQUEUES: u32 = 10;
+
+/// The pause before the first re-queue; it doubles each time, up to a second.
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+
+/// What to do after an error.
+pub(crate) enum Next {
+    /// Try again after the pause.
+    Retry(Duration),
+    /// The server had granted the lock: its token, and when its safe deadline starts.
+    Adopt(u64, Instant),
+    /// Give up with the error.
+    Fail,
+}
+
+/// One acquisition's failures so far.
+#[derive(Default)]
+pub(crate) struct Setbacks {
+    retries: usize,
+    requeues: u32,
+}
+
+/// The acquisition of `key` by `owner` with `lease_ms`, as [`after_error`] needs it.
+pub(crate) struct Attempt<'a> {
+    pub(crate) core: &'a Core,
+    pub(crate) key: &'a str,
+    pub(crate) owner: &'a str,
+    pub(crate) lease_ms: u64,
+    /// `None`: no limit.
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Attempt<'_> {
+    /// What to do after `err`; see the module docs.
+    pub(crate) async fn after_error(&self, err: &Error, setbacks: &mut Setbacks) -> Next {
+        match err {
+            Error::Unresponsive { .. } => self.adopt_or(Next::Fail).await,
+            Error::Redis(e) if e.is_io_error() => {
+                let again = setbacks.retries < self.core.options().retry_count();
+                if !again {
+                    return self.adopt_or(Next::Fail).await;
+                }
+                setbacks.retries += 1;
+                tracing::debug!(key = %self.key, %err, "connection broke; acquiring on a fresh one");
+                self.adopt_or(Next::Retry(Duration::ZERO)).await
+            }
+            Error::ReadOnly { .. } => self.requeue(err, setbacks).await,
+            Error::Redis(e) if matches!(e.code(), Some("TRYAGAIN" | "UNBLOCKED")) => {
+                self.requeue(err, setbacks).await
+            }
+            _ => Next::Fail,
+        }
+    }
+
+    /// Refreshes the route and queues again, if the limits allow.
+    async fn requeue(&self, err: &Error, setbacks: &mut Setbacks) -> Next {
+        let pause = FIRST_PAUSE * 2u32.pow(setbacks.requeues.min(5));
+        let pause = pause.min(Duration::from_secs(1));
+        let late = self.deadline.is_some_and(|d| Instant::now() + pause >= d);
+        if setbacks.requeues >= MAX_REQUEUES || late {
+            return Next::Fail;
+        }
+        setbacks.requeues += 1;
+        tracing::info!(key = %self.key, %err, "the node cannot serve the lock now; queueing again");
+        if let Err(e) = self.core.refresh_route().await {
+            tracing::debug!(key = %self.key, %e, "could not refresh the route");
+        }
+        Next::Retry(pause)
+    }
+
+    /// Adopts a grant the server made without our knowing, or else `otherwise`.
+    async fn adopt_or(&self, otherwise: Next) -> Next {
+        let token = match unreported_grant(self.core, self.key, self.owner).await {
+            Ok(Some(token)) => token,
+            Ok(None) => return otherwise,
+            Err(err) => {
+                tracing::warn!(key = %self.key, %err, "could not check for a grant after an error");
+                return Next::Fail;
+            }
+        };
+        match self.renew(token).await {
+            Ok(Some(at)) => {
+                tracing::info!(key = %self.key, token, "adopted a grant whose reply was lost");
+                Next::Adopt(token, at)
+            }
+            Ok(None) => otherwise,
+            Err(err) => {
+                tracing::warn!(key = %self.key, %err, "could not renew a grant whose reply was lost");
+                Next::Fail
+            }
+        }
+    }
+
+    /// `LOCK.RENEW ... TOKEN token`: `Some(send time)` if the holding is still ours.
+    pub(crate) async fn renew(&self, token: u64) -> Result<Option<Instant>> {
+        let sent = Instant::now();
+        let cmd = commands::renew(self.key, self.owner, self.lease_ms, token);
+        let renewed: i64 = self.core.query(self.key, &cmd).await.map_err(Error::from)?;
+        Ok((renewed == 1).then_some(sent))
+    }
+}
