@@ -82,8 +82,7 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
         }
         match raw::load_signed(rdb) {
             Ok(last) => {
-                // A value past the bound is no counter a node kept: it is not learned.
-                TOKENS.learn(last);
+                TOKENS.observe_issued(last);
                 raw::REDISMODULE_OK as c_int
             }
             Err(_) => err,

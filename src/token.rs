@@ -7,10 +7,11 @@
 //! also learns every token it sees, and skips ahead by `rlock.token-gap` when a replica is
 //! promoted, so a new master never reissues a token its old master handed out.
 //!
-//! What it learns is bounded: a token more than [`MAX_AHEAD_US`] past the wall clock is
-//! ignored (a hand-made `@token`, not one any node issued), so no value in the data can
-//! push the counter to its end. Should the counter still reach `i64::MAX`, [`TokenClock::issue`]
-//! refuses rather than hand out the same token again.
+//! What it learns from the data is bounded: a token in a hash more than [`MAX_AHEAD_US`] past
+//! the wall clock is ignored (a hand-made `@token`, not one any node issued), so no value a
+//! client writes can push the counter to its end. The counter saved in an RDB, which only the
+//! module writes, is learned whole. Should the counter still reach `i64::MAX`,
+//! [`TokenClock::issue`] refuses rather than hand out the same token again.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -67,6 +68,13 @@ impl TokenClock {
         }
         self.last.fetch_max(seen, Ordering::Relaxed);
         true
+    }
+
+    /// Records a counter only the module writes: this node's own, or its master's, saved in
+    /// an RDB. Only issues, bounded learning and promotions move a counter, so it is learned
+    /// however far ahead of the clock it is.
+    pub fn observe_issued(&self, seen: i64) {
+        self.last.fetch_max(seen, Ordering::Relaxed);
     }
 
     /// Records a token seen in the data, bounded by the wall clock now (see [`observe`]).
@@ -146,6 +154,13 @@ mod tests {
         assert_eq!(clock.last(), 0);
         assert!(clock.observe(now + MAX_AHEAD_US, now));
         assert_eq!(clock.issue(now), Ok(now + MAX_AHEAD_US + 1));
+    }
+
+    #[test]
+    fn issued_tokens_are_learned_however_far_ahead() {
+        let clock = TokenClock::new();
+        clock.observe_issued(i64::MAX - 5);
+        assert_eq!(clock.issue(0), Ok(i64::MAX - 4));
     }
 
     #[test]

@@ -125,6 +125,40 @@ fn reading_a_lock_made_elsewhere_teaches_its_token() {
     );
 }
 
+#[test]
+fn a_reentered_hand_made_lock_poisons_neither_master_nor_replica() {
+    let master = Server::start();
+    let replica = master.replica();
+    let mut con = master.conn();
+    let poison = "9223372036854775000";
+    raw(&mut con, &["HSET", "lock:odd", "o", "1", "@token", poison]);
+    // The holder reenters: the holding, with its @token, is replicated as LOCK.APPLY.
+    assert_eq!(
+        int(&mut con, &["LOCK.ACQUIRE", "lock:odd", "o"]),
+        poison.parse::<i64>().unwrap()
+    );
+    let fresh = int(&mut con, &["LOCK.ACQUIRE", "lock:fresh", "o"]);
+    assert!(
+        fresh < now_us() + 1_000_000_000_000,
+        "master poisoned: {fresh}"
+    );
+    raw(&mut con, &["WAIT", "1", "5000"]);
+    let mut promoted = replica.conn();
+    let synced = wait_until(LIMIT, || int(&mut promoted, &["EXISTS", "lock:fresh"]) == 1);
+    assert!(synced, "the replica did not get the writes");
+    raw(
+        &mut promoted,
+        &["CONFIG", "SET", "rlock.failover-delay", "0"],
+    );
+    assert_eq!(raw(&mut promoted, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
+    let token = int(&mut promoted, &["LOCK.ACQUIRE", "lock:next", "o"]);
+    assert!(token > fresh, "{token} after {fresh}");
+    assert!(
+        token < now_us() + 1_000_000_000_000,
+        "replica poisoned: {token}"
+    );
+}
+
 // ---------------------------------------------------------------- bounds
 
 #[test]
