@@ -285,3 +285,30 @@ fn info_counts_lost_renewals_contended_nils_and_force_releases() {
     assert_eq!(stat(&mut con, "rlock_revoked_grants"), 0);
     assert_eq!(stat(&mut con, "rlock_waiters_memory"), 0);
 }
+
+#[test]
+fn a_grant_whose_waiter_is_gone_before_its_reply_is_revoked_and_counted() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a"]);
+    let mut waiter = Wire::connect(&server);
+    let id = token(waiter.call(&["CLIENT", "ID"]));
+    waiter.send(&["LOCK.ACQUIRE", "k", "b", "WAIT", "0"]);
+    assert!(wait_until(LIMIT, || stat(&mut con, "rlock_waiters") == 1));
+    // The release hands the lock to b, and b is gone before its reply goes out.
+    let mut both = redis::pipe();
+    both.atomic()
+        .cmd("LOCK.RELEASE")
+        .arg("k")
+        .arg("a")
+        .cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(id);
+    let (released, killed): (i64, i64) = both.query(&mut con).expect("MULTI/EXEC");
+    assert_eq!((released, killed), (0, 1));
+    let revoked = wait_until(LIMIT, || stat(&mut con, "rlock_revoked_grants") == 1);
+    assert!(revoked, "the grant was not taken back");
+    assert_eq!(stat(&mut con, "rlock_handoffs"), 1);
+    assert_eq!(int(&mut con, &["EXISTS", "k"]), 0);
+}
