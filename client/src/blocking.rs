@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use redis::IntoConnectionInfo;
 use tokio::runtime::{Builder, Runtime};
 
 use crate::client::{Client, Owner};
@@ -57,6 +56,17 @@ impl Drop for Rt {
     }
 }
 
+/// The runtime of one blocking client: one worker thread for its background work.
+fn runtime() -> Result<Rt> {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("rlock-client")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Redis(e.into()))?;
+    Ok(Rt(Some(rt)))
+}
+
 /// A blocking client; cheap to clone. Owner ids are per thread: `<client id>:<n>`.
 #[derive(Clone)]
 pub struct BlockingClient {
@@ -74,17 +84,17 @@ impl std::fmt::Debug for BlockingClient {
 }
 
 impl BlockingClient {
-    /// Connects to the server at `url`; see [`Client::open`].
-    pub fn open<T: IntoConnectionInfo>(url: T) -> Result<BlockingClient> {
-        BlockingClient::from_redis(redis::Client::open(url)?)
+    /// Connects to the server at `url` (or the master a Sentinel URL names); see
+    /// [`Client::open`].
+    pub fn open(url: impl AsRef<str>) -> Result<BlockingClient> {
+        BlockingClient::open_with(url, ClientOptions::new())
     }
 
     /// Connects to the server at `url` with `options`; see [`Client::open_with`].
-    pub fn open_with<T: IntoConnectionInfo>(
-        url: T,
-        options: ClientOptions,
-    ) -> Result<BlockingClient> {
-        BlockingClient::from_redis_with(redis::Client::open(url)?, options)
+    pub fn open_with(url: impl AsRef<str>, options: ClientOptions) -> Result<BlockingClient> {
+        let rt = runtime()?;
+        let client = rt.block_on(Client::open_with(url, options))?;
+        Ok(BlockingClient::with(client, rt))
     }
 
     /// Builds a blocking client over an existing [`redis::Client`].
@@ -94,19 +104,17 @@ impl BlockingClient {
 
     /// Builds a blocking client over an existing [`redis::Client`], with `options`.
     pub fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<BlockingClient> {
-        let rt = Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("rlock-client")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Redis(e.into()))?;
-        let rt = Rt(Some(rt));
+        let rt = runtime()?;
         let client = rt.block_on(Client::from_redis_with(redis, options))?;
-        Ok(BlockingClient {
+        Ok(BlockingClient::with(client, rt))
+    }
+
+    fn with(client: Client, rt: Rt) -> BlockingClient {
+        BlockingClient {
             client,
             rt: Arc::new(rt),
             threads: Arc::default(),
-        })
+        }
     }
 
     /// A lock on `name`, reentrant per thread.

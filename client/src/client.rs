@@ -1,16 +1,16 @@
 //! The client: one shared multiplexed connection per server (per node in a cluster), a pool
-//! of wait connections, one watchdog.
+//! of wait connections, one watchdog; opened on a server, a cluster node, or the sentinels
+//! of a master.
 
 use std::fmt;
 use std::sync::Arc;
-
-use redis::IntoConnectionInfo;
 
 use crate::config::ClientOptions;
 use crate::core::Core;
 use crate::error::Result;
 use crate::info::LockInfo;
 use crate::lock::Lock;
+use crate::sentinel::Sentinels;
 use crate::watchdog::WatchdogStats;
 
 /// A connection to a Redis server (or a Redis Cluster) with the rlock module, and the
@@ -39,20 +39,32 @@ impl Client {
     /// the cluster's slot map from it, sends each command to the node that serves its key,
     /// and follows `MOVED` and `ASK` redirections (see the crate docs, *Redis Cluster*).
     ///
+    /// A Sentinel URL names the sentinels and the master, and the client talks to the
+    /// server the sentinels name as the master, following it after a failover (see the
+    /// crate docs, *Redis Sentinel*):
+    /// `redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/<master-name>[/db]`
+    /// (port 26379 by default; the credentials and db are the master's).
+    ///
     /// Fails with [`Error::ModuleMissing`] if the server does not have the rlock module.
     /// Must be called within a tokio runtime, which then runs the client's background work.
+    /// (For TLS or other settings that a URL does not carry, see [`Client::from_redis`].)
     ///
     /// [`Error::ModuleMissing`]: crate::Error::ModuleMissing
-    pub async fn open<T: IntoConnectionInfo>(url: T) -> Result<Client> {
+    pub async fn open(url: impl AsRef<str>) -> Result<Client> {
         Client::open_with(url, ClientOptions::new()).await
     }
 
     /// Connects as [`open`](Client::open) does, with `options` (timeouts, retries, margin).
-    pub async fn open_with<T: IntoConnectionInfo>(
-        url: T,
-        options: ClientOptions,
-    ) -> Result<Client> {
-        Client::from_redis_with(redis::Client::open(url)?, options).await
+    pub async fn open_with(url: impl AsRef<str>, options: ClientOptions) -> Result<Client> {
+        let url = url.as_ref();
+        let (redis, sentinels) = match Sentinels::parse(url)? {
+            Some(sentinels) => {
+                let (host, port) = sentinels.master(None).await?;
+                (sentinels.server(&host, port)?, Some(sentinels))
+            }
+            None => (redis::Client::open(url)?, None),
+        };
+        Client::start(redis, sentinels, options).await
     }
 
     /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials;
@@ -63,13 +75,21 @@ impl Client {
 
     /// Builds a client over an existing [`redis::Client`], with `options`.
     pub async fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<Client> {
+        Client::start(redis, None, options).await
+    }
+
+    async fn start(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        options: ClientOptions,
+    ) -> Result<Client> {
         #[cfg(feature = "tls")]
         {
             // rustls needs a process-wide crypto provider; one the application installed
             // first is kept.
             drop(rustls::crypto::ring::default_provider().install_default());
         }
-        let core = Core::open(redis, options).await?;
+        let core = Core::open(redis, sentinels, options).await?;
         Ok(Client {
             core: Arc::new(core),
         })

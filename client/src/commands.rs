@@ -1,6 +1,6 @@
 //! Every command the client sends, built in one place: the `LOCK.*` commands of the module,
 //! and the few server commands around them (connection ids, replica acknowledgement,
-//! module check, cluster discovery). Pure: no connections in here.
+//! module check, cluster and Sentinel discovery). Pure: no connections in here.
 //!
 //! Durations arrive as whole milliseconds, already rounded the way their callers need.
 
@@ -103,6 +103,18 @@ pub(crate) fn asking() -> Cmd {
     cmd("ASKING")
 }
 
+/// `SENTINEL get-master-addr-by-name name`: where a sentinel says the master is.
+pub(crate) fn sentinel_master_addr(name: &str) -> Cmd {
+    let mut cmd = cmd("SENTINEL");
+    cmd.arg("get-master-addr-by-name").arg(name);
+    cmd
+}
+
+/// `ROLE`: whether the server is a master or a replica.
+pub(crate) fn role() -> Cmd {
+    cmd("ROLE")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +160,11 @@ mod tests {
         assert_eq!(words(&info_cluster()), ["INFO", "cluster"]);
         assert_eq!(words(&cluster_slots()), ["CLUSTER", "SLOTS"]);
         assert_eq!(words(&asking()), ["ASKING"]);
+        assert_eq!(
+            words(&sentinel_master_addr("m")),
+            ["SENTINEL", "get-master-addr-by-name", "m"]
+        );
+        assert_eq!(words(&role()), ["ROLE"]);
         assert_eq!(words(&ping()), ["PING"]);
     }
 }

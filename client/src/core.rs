@@ -21,6 +21,7 @@ use crate::info::LockInfo;
 use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
 use crate::router::{Router, Sent};
+use crate::sentinel::Sentinels;
 use crate::watchdog::{Watchdog, WatchdogStats};
 
 /// The shared state of one client.
@@ -37,9 +38,14 @@ pub(crate) struct Core {
 
 impl Core {
     /// Connects through `redis` (checking for the module, loading a cluster's slot map) and
-    /// starts the watchdog on the current tokio runtime.
-    pub(crate) async fn open(redis: redis::Client, options: ClientOptions) -> Result<Core> {
-        let router = Arc::new(Router::new(redis, options));
+    /// starts the watchdog on the current tokio runtime. With `sentinels`, `redis` is the
+    /// master they named, and the client follows the master they name after a failover.
+    pub(crate) async fn open(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        options: ClientOptions,
+    ) -> Result<Core> {
+        let router = Arc::new(Router::new(redis, sentinels, options));
         check_module(&mut router.seed().shared().await?).await?;
         router.discover().await?;
         let runtime = Handle::current();
@@ -130,9 +136,11 @@ impl Core {
         self.waits.forget(&conn.node);
     }
 
-    /// Reloads the cluster's slot map (after a `READONLY` or `TRYAGAIN`).
+    /// Asks again where things are after a `READONLY` or `TRYAGAIN`: the sentinels for the
+    /// master, or the cluster for its slot map.
     pub(crate) async fn refresh_route(&self) -> RedisResult<()> {
-        self.router.discover().await
+        self.router.refresh().await;
+        Ok(())
     }
 
     /// Whether the node that serves `key` answers a `PING` within the response timeout.

@@ -27,6 +27,8 @@
 //!   [`blocking`] API.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
+//! - **Redis Sentinel**: opened on the sentinels of a master, the client follows the master
+//!   they name after a failover (see [below](#redis-sentinel)).
 //!
 //! # Example
 //!
@@ -115,6 +117,39 @@
 //! - **[`LockOptions::min_replicas`]**: `WAIT` runs on the connection that carried the
 //!   grant, so on the node that granted, and counts that node's replicas.
 //!
+//! After a connection error, the client reloads the slot map (`CLUSTER SLOTS`) from the
+//! first node it knows that answers in time, so a replica promoted after its master died is
+//! found without opening the client again: a command that could not be sent goes there at
+//! once, and the watchdog's next round renews there.
+//!
+//! # Redis Sentinel
+//!
+//! Open the client with a Sentinel URL naming the sentinels and the master:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), rlock_client::Error> {
+//! use rlock_client::Client;
+//!
+//! // redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/<master-name>[/db]
+//! let url = "redis+sentinel://10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster";
+//! let client = Client::open(url).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Sentinels listen on port 26379 unless a port is given; the credentials and db are the
+//! master's (the sentinels are asked without credentials). The client asks the sentinels in
+//! turn (`SENTINEL get-master-addr-by-name`) and checks with `ROLE` that the server they
+//! name is a master. When a command to the master fails with a connection error, or is
+//! answered `READONLY` (the master was demoted), the client asks the sentinels again (each
+//! in turn, 0.5 s to connect and 0.5 s to answer each, at most once per 100 ms however many
+//! commands fail) and moves to the new master: waits, acquisitions, releases and the
+//! watchdog's renewals go there. A command that was not run (its connection was refused,
+//! `READONLY`, or a wait ended by `UNBLOCKED` when its master was demoted) is sent to the
+//! new master at once; one whose connection broke may have run, so it fails, and the next
+//! one goes to the new master. Until the sentinels have promoted a replica, commands fail
+//! with I/O errors.
+//!
 //! # Limits
 //!
 //! - A grant whose reply is lost to a timeout or a broken connection is looked for with
@@ -133,13 +168,15 @@
 //!   replication stays asynchronous otherwise (renewals and releases are not confirmed).
 //! - A guard dropped after its client's runtime shut down cannot be released: it ends with
 //!   its lease. Call [`Client::close`] before the runtime ends.
-//! - In a Redis Cluster, the slot map is loaded when the client opens and corrected by each
-//!   `MOVED`. A failover (a replica promoted after its master died) is not discovered: the
-//!   dead master's slots fail with I/O errors until the client is opened again. Nodes are
-//!   reached at the addresses the cluster announces, with the first node's credentials and
-//!   TLS settings.
-//! - Waiters are queued on the node that served the key when they began to wait, and are
-//!   not moved with a migrated slot: migrate slots whose locks have no waiters.
+//! - In a Redis Cluster, the slot map is loaded when the client opens, corrected by each
+//!   `MOVED`, and loaded again after a connection error; until the cluster has promoted a
+//!   replica, the dead master's slots fail with I/O errors. Nodes are reached at the
+//!   addresses the cluster announces, with the first node's credentials and TLS settings.
+//! - With Sentinel, sentinels are reached without credentials or TLS, and the URL form
+//!   carries no TLS settings.
+//! - A waiter is queued on the node that serves its key. When the key's slot is migrated,
+//!   the module answers it with `ASK`, `MOVED` or `TRYAGAIN`, and it queues again on the new
+//!   owner (behind the waiters already there).
 //!
 //! # Layout
 //!
@@ -155,9 +192,11 @@
 //! - Core: `core.rs`, what all handles of one client share: its id and owner ids, the
 //!   router, the wait connections, the watchdog, the runtime, the options; closing.
 //! - Watchdog: `watchdog.rs` (the renewal task), `rounds.rs` (its round trips).
-//! - Transport: `router.rs` (which node serves a key, and the one loop that follows `MOVED`
-//!   and `ASK` for every command), `pool.rs` (wait connections), `node.rs` (one server and
-//!   its shared connection).
+//! - Transport: `router.rs` (the one loop that follows `MOVED` and `ASK`, and failovers,
+//!   for every command), `pool.rs` (wait connections), `topology.rs` (which node serves a
+//!   key: the seed or master, the known nodes, the slot map, and asking again after a
+//!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
+//!   a Sentinel URL's sentinels name).
 //! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
@@ -184,7 +223,9 @@ mod registry;
 mod replicas;
 mod rounds;
 mod router;
+mod sentinel;
 mod slots;
+mod topology;
 mod wait;
 mod watchdog;
 

@@ -83,6 +83,10 @@ pub(crate) trait Carrier {
     /// Takes back a connection whose command was redirected (so not run): it is as good as
     /// before.
     fn recycle(&self, conn: Self::Conn);
+
+    /// Forgets what it keeps for `node`, which failed: idle connections to a dead server
+    /// would only fail again.
+    fn forget(&self, _node: &Node) {}
 }
 
 /// Each node's shared multiplexed connection.

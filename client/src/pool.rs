@@ -110,6 +110,10 @@ impl Carrier for WaitPool {
     fn recycle(&self, conn: WaitConn) {
         self.put(conn);
     }
+
+    fn forget(&self, node: &Node) {
+        WaitPool::forget(self, node);
+    }
 }
 
 impl WaitConn {

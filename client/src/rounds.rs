@@ -50,12 +50,20 @@ pub(crate) async fn send(router: &Arc<Router>, due: &[Renewal], period: Duration
         for &i in &indices {
             pipe.add_command(renew_command(&due[i]));
         }
+        let router = router.clone();
         pipelines.spawn(async move {
             let replies = timeout(period, async {
                 let mut conn = node.shared().await?;
                 pipe.query_async::<Piped>(&mut conn).await
             });
-            (replies.await, node, indices)
+            let replies = replies.await;
+            if let Ok(Err(err)) = &replies {
+                // After a failover, the next round goes to the new node; finding it does
+                // not hold up this round.
+                let (router, node, err) = (router.clone(), node.clone(), err.clone());
+                tokio::spawn(async move { router.failed(&node, &err).await });
+            }
+            (replies, node, indices)
         });
     }
     while let Some(joined) = pipelines.join_next().await {

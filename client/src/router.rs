@@ -20,32 +20,35 @@
 //! the shared connections, commands on a connection of their own, and waits (which a
 //! caller's cancellation may interrupt).
 //!
+//! When the deployment changes shape (a connection error, `READONLY`, `UNBLOCKED`), the
+//! router has the topology asked again (`topology.rs`). A command that was not sent (its
+//! connection was refused) or not run (`READONLY`, or a wait ended by `UNBLOCKED`) then goes
+//! to the node that serves its key now; a command whose connection broke may have run, so
+//! its error is returned, and only the next commands go there.
+//!
 //! This is why the client does not use `redis::cluster_async`: it re-sends a command after
 //! a dropped connection (which could apply a `LOCK.RELEASE` twice), and re-sends a whole
 //! pipeline to the target of any redirection in it (a watchdog round spans many slots).
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, RedisResult, Value};
+use redis::{Cmd, FromRedisValue, RedisError, RedisResult};
 
 use crate::commands;
 use crate::config::ClientOptions;
 use crate::error::Error;
 use crate::node::{Carrier, Node, Shared};
-use crate::slots::{self, SlotMap};
+use crate::sentinel::Sentinels;
+use crate::slots;
+use crate::topology::Topology;
 
-/// The nodes the client talks to, and which serves each slot.
+/// Sends commands to the nodes that serve their keys.
 pub(crate) struct Router {
-    seed: Arc<Node>,
-    /// The seed's connection settings (credentials, TLS), used for every node.
-    template: ConnectionInfo,
-    nodes: Mutex<HashMap<Arc<str>, Arc<Node>>>,
-    slots: RwLock<SlotMap<Arc<Node>>>,
+    topology: Topology,
 }
 
 /// How a command sent with [`Router::follow`] ended.
@@ -57,59 +60,43 @@ pub(crate) enum Sent<T, C, I> {
 }
 
 impl Router {
-    /// A router whose seed is `redis`; connects to nothing yet.
-    pub(crate) fn new(redis: redis::Client, options: ClientOptions) -> Router {
-        let template = redis.get_connection_info().clone();
-        let seed = Node::seed(redis, options);
-        let nodes = HashMap::from([(seed.addr.clone(), seed.clone())]);
+    /// A router whose seed is `redis` (the master `sentinels` named, if given), reaching
+    /// every node with `options`; connects to nothing yet.
+    pub(crate) fn new(
+        redis: redis::Client,
+        sentinels: Option<Sentinels>,
+        options: ClientOptions,
+    ) -> Router {
         Router {
-            seed,
-            template,
-            nodes: Mutex::new(nodes),
-            slots: RwLock::new(SlotMap::new()),
+            topology: Topology::new(redis, sentinels, options),
         }
     }
 
-    /// The node the client was opened on.
-    pub(crate) fn seed(&self) -> &Arc<Node> {
-        &self.seed
+    /// The node the client was opened on (with Sentinel: the master as last known).
+    pub(crate) fn seed(&self) -> Arc<Node> {
+        self.topology.seed()
     }
 
-    /// Loads the slot map if the seed is a cluster node. A server that refuses `INFO` or
-    /// `CLUSTER SLOTS` (ACL) is taken as it comes: redirections then teach the map.
+    /// Loads the slot map if the seed is a cluster node (see [`Topology::discover`]).
     pub(crate) async fn discover(&self) -> RedisResult<()> {
-        let mut conn = self.seed.shared().await?;
-        let info = commands::info_cluster()
-            .query_async::<String>(&mut conn)
-            .await;
-        let Some(info) = allowed(info)? else {
-            return Ok(());
-        };
-        if !info.lines().any(|line| line.trim() == "cluster_enabled:1") {
-            return Ok(());
-        }
-        let slots = commands::cluster_slots()
-            .query_async::<Value>(&mut conn)
-            .await;
-        let Some(reply) = allowed(slots)? else {
-            return Ok(());
-        };
-        let ranges = slots::parse_cluster_slots(reply, self.seed_host())?;
-        let mut map = SlotMap::new();
-        for range in &ranges {
-            let node = self.node(&range.host, range.port)?;
-            map.assign(range.first, range.last, &node);
-        }
-        *self.slots.write().unwrap_or_else(PoisonError::into_inner) = map;
-        tracing::debug!(ranges = ranges.len(), "cluster slot map loaded");
-        Ok(())
+        self.topology.discover().await
     }
 
     /// The node that serves `key`, as far as the client knows.
     pub(crate) fn node_for(&self, key: &str) -> Arc<Node> {
-        let slot = slots::slot(key.as_bytes());
-        let map = self.slots.read().unwrap_or_else(PoisonError::into_inner);
-        map.owner(slot).unwrap_or(&self.seed).clone()
+        self.topology.node_for(key)
+    }
+
+    /// Asks again where things are (after an answer that names no node: `READONLY`,
+    /// `TRYAGAIN`): the sentinels for the master, or the cluster for its slot map.
+    pub(crate) async fn refresh(&self) {
+        self.topology.refresh(&self.seed()).await;
+    }
+
+    /// Tells the router that `err` came from `node`; true if it may mean that the
+    /// deployment changed shape (then where things are was asked again).
+    pub(crate) async fn failed(&self, node: &Arc<Node>, err: &RedisError) -> bool {
+        self.topology.failed(node, err).await
     }
 
     /// `cmd` on `key` over the shared connection of the node that serves it.
@@ -142,18 +129,54 @@ impl Router {
         let mut route = Route::to(self.node_for(key));
         let mut interrupt = pin!(interrupt);
         loop {
-            let mut conn = carrier.connect(&route.node).await?;
+            let mut conn = match carrier.connect(&route.node).await {
+                Ok(conn) => conn,
+                // Nothing was sent: it may go to where the key is served now.
+                Err(err) if self.recover(key, &mut route, carrier, &err).await => continue,
+                Err(err) => return Err(err),
+            };
             let cmd = make();
             let answer = tokio::select! {
                 biased;
                 answer = route.send(K::link(&mut conn), cmd.borrow()) => answer,
                 stop = &mut interrupt => return Ok(Sent::Interrupted(stop, conn)),
             };
-            if !self.redirect(&mut route, &answer) {
-                return Ok(Sent::Answered(answer, conn));
+            if self.redirect(&mut route, &answer) {
+                carrier.recycle(conn);
+                continue;
             }
-            carrier.recycle(conn);
+            if let Err(err) = &answer {
+                if self.recover(key, &mut route, carrier, err).await && not_run(err) {
+                    continue;
+                }
+            }
+            return Ok(Sent::Answered(answer, conn));
         }
+    }
+
+    /// After `err` on `route`'s node: if it may mean that the deployment changed shape,
+    /// refreshes where things are; true if `key` is now served by another node, to which
+    /// `route` then leads.
+    async fn recover<K: Carrier>(
+        &self,
+        key: &str,
+        route: &mut Route,
+        carrier: &K,
+        err: &RedisError,
+    ) -> bool {
+        if !self.topology.failed(&route.node, err).await {
+            return false;
+        }
+        carrier.forget(&route.node);
+        let node = self.node_for(key);
+        if node.addr == route.node.addr || route.redirects >= Error::MAX_REDIRECTS {
+            return false;
+        }
+        tracing::debug!(from = %route.node.addr, to = %node.addr, %err, "following a failover");
+        route.redirects += 1;
+        route.node = node;
+        route.asking = false;
+        true
     }
 
     /// True if `answer` is a redirection to follow: `route` then leads to its target.
@@ -172,7 +195,7 @@ impl Router {
             tracing::warn!(slot, addr, "too many cluster redirections; giving up");
             return false;
         }
-        let node = match self.node(host, port) {
+        let node = match self.topology.node(host, port) {
             Ok(node) => node,
             Err(e) => {
                 tracing::warn!(slot, addr, %e, "cannot follow a cluster redirection");
@@ -181,41 +204,13 @@ impl Router {
         };
         let moved = err.code() == Some("MOVED");
         if moved {
-            self.learn(slot, &node);
+            self.topology.learn(slot, &node);
         }
         tracing::debug!(slot, addr, moved, "following a cluster redirection");
         route.redirects += 1;
         route.node = node;
         route.asking = !moved;
         true
-    }
-
-    /// The node at `host:port`, made on first sight.
-    fn node(&self, host: &str, port: u16) -> RedisResult<Arc<Node>> {
-        let host = match host {
-            "" => self.seed_host(),
-            host => host,
-        };
-        let addr = format!("{host}:{port}");
-        let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(node) = nodes.get(addr.as_str()) {
-            return Ok(node.clone());
-        }
-        let node = Node::at(&self.template, host, port, self.seed.options)?;
-        nodes.insert(node.addr.clone(), node.clone());
-        Ok(node)
-    }
-
-    fn seed_host(&self) -> &str {
-        match self.template.addr() {
-            ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => host,
-            _ => "127.0.0.1",
-        }
-    }
-
-    fn learn(&self, slot: u16, node: &Arc<Node>) {
-        let mut map = self.slots.write().unwrap_or_else(PoisonError::into_inner);
-        map.assign(slot, slot, node);
     }
 }
 
@@ -262,14 +257,9 @@ impl Route {
     }
 }
 
-/// `Some` reply, or `None` if the server refused the command (ACL, renamed); I/O errors stay.
-fn allowed<T>(reply: RedisResult<T>) -> RedisResult<Option<T>> {
-    match reply {
-        Ok(reply) => Ok(Some(reply)),
-        Err(err) if err.is_io_error() => Err(err),
-        Err(err) => {
-            tracing::debug!(%err, "cluster discovery refused; following redirections only");
-            Ok(None)
-        }
-    }
+/// Whether a command answered `err` was surely not run: its connection was refused, a
+/// replica refused it, or a wait was ended without the lock because its master became a
+/// replica (`UNBLOCKED`, after which the server closes the connection).
+fn not_run(err: &RedisError) -> bool {
+    err.is_connection_refusal() || matches!(err.code(), Some("READONLY" | "UNBLOCKED"))
 }

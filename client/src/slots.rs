@@ -41,6 +41,11 @@ impl<N: Clone> SlotMap<N> {
         SlotMap { owners: Vec::new() }
     }
 
+    /// Whether nothing is known (not a cluster, or not told yet).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.owners.is_empty()
+    }
+
     /// The node known to serve `slot`.
     pub(crate) fn owner(&self, slot: u16) -> Option<&N> {
         self.owners.get(usize::from(slot))?.as_ref()
@@ -143,7 +148,9 @@ mod tests {
     fn slot_map_knows_nothing_until_told() {
         let mut map = SlotMap::new();
         assert_eq!(map.owner(0), None);
+        assert!(map.is_empty());
         map.assign(10, 20, &"a");
+        assert!(!map.is_empty());
         map.assign(15, 15, &"b");
         assert_eq!(map.owner(9), None);
         assert_eq!(map.owner(10), Some(&"a"));

@@ -23,7 +23,10 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             &["registry"],
         ],
     ),
-    ("transport", &[&["node"], &["router", "pool"]]),
+    (
+        "transport",
+        &[&["node", "sentinel"], &["topology"], &["router", "pool"]],
+    ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
     ("core", &[&["core"]]),
     (

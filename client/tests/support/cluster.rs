@@ -13,17 +13,19 @@ const CLUSTER_OK_WITHIN: Duration = Duration::from_secs(15);
 impl Server {
     /// A Redis Cluster node with the rlock module loaded, not yet in a cluster.
     pub fn start_cluster_node() -> Server {
+        Server::start_cluster_node_with(&[])
+    }
+
+    /// A Redis Cluster node with the rlock module loaded and `extra` arguments.
+    pub fn start_cluster_node_with(extra: &[&str]) -> Server {
         let port = free_port();
         let dir = temp_dir(port);
         let config = dir.join(format!("nodes-{port}.conf"));
         let config = config.to_string_lossy().into_owned();
         let module = built_module();
         let args = ["--loadmodule", &module, "--cluster-enabled", "yes"];
-        Server::spawn_at(
-            port,
-            dir,
-            &[&args[..], &["--cluster-config-file", &config]].concat(),
-        )
+        let file = ["--cluster-config-file", &config];
+        Server::spawn_at(port, dir, &[&args[..], &file, extra].concat())
     }
 
     /// This cluster node's id.
@@ -59,7 +61,34 @@ pub struct Cluster {
 impl Cluster {
     /// Starts `masters` nodes, joins them, and waits until every node says `cluster_state:ok`.
     pub fn start(masters: usize) -> Cluster {
-        let nodes: Vec<Server> = (0..masters).map(|_| Server::start_cluster_node()).collect();
+        Cluster::create(masters, 0, &[])
+    }
+
+    /// Starts `masters` masters with `replicas` replicas each, all with `extra` arguments,
+    /// and waits until every node says `cluster_state:ok` and every replica is in sync.
+    /// The masters are [`Cluster::nodes`]`[..masters]` (as `redis-cli` assigns them).
+    pub fn start_replicated(masters: usize, replicas: usize, extra: &[&str]) -> Cluster {
+        let cluster = Cluster::create(masters, replicas, extra);
+        let synced = |n: &Server| {
+            let info: String = n.cmd(&["INFO", "replication"]);
+            info.contains("role:master") || info.contains("master_link_status:up")
+        };
+        let started = Instant::now();
+        while !cluster.nodes.iter().all(synced) {
+            assert!(
+                started.elapsed() < CLUSTER_OK_WITHIN,
+                "replicas not in sync"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        cluster
+    }
+
+    fn create(masters: usize, replicas: usize, extra: &[&str]) -> Cluster {
+        let count = masters * (1 + replicas);
+        let nodes = (0..count)
+            .map(|_| Server::start_cluster_node_with(extra))
+            .collect();
         let cluster = Cluster { nodes };
         let created = Command::new(REDIS_CLI)
             .args(["--cluster", "create"])
@@ -69,7 +98,7 @@ impl Cluster {
                     .iter()
                     .map(|n| format!("127.0.0.1:{}", n.port())),
             )
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| {
@@ -103,6 +132,18 @@ impl Cluster {
     /// `key`'s slot, as the server computes it.
     pub fn slot(&self, key: &str) -> u16 {
         self.nodes[0].cmd(&["CLUSTER", "KEYSLOT", key])
+    }
+
+    /// The index of the replica of node `master` (the first, if several).
+    pub fn replica_of(&self, master: usize) -> usize {
+        let id = self.nodes[master].node_id();
+        (0..self.nodes.len())
+            .find(|&i| {
+                let info: String = self.nodes[i].cmd(&["CLUSTER", "NODES"]);
+                info.lines()
+                    .any(|l| l.contains("myself") && l.contains(&format!("slave {id}")))
+            })
+            .expect("a replica of the master")
     }
 
     /// The index of the one node that serves `key`'s slot.

@@ -1,9 +1,11 @@
 //! A `redis-server` of its own for every test: a free loopback port, a temp dir, the rlock
-//! module loaded (or not), readiness polling capped at 5 s, killed and reaped on drop; and
-//! a Redis Cluster of such servers (`cluster.rs`).
+//! module loaded (or not), readiness polling capped at 5 s, killed and reaped on drop; a
+//! Redis Cluster of such servers (`cluster.rs`); and a master with replicas watched by
+//! sentinels (`sentinel.rs`).
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod sentinel;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
