@@ -10,6 +10,9 @@
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
 //! Cluster, any node; with Sentinel, `redis+sentinel://host:port,.../<master-name>`);
 //! `--timeout D` bounds every reply and connection (default 2 s).
+//! Several `--url`s (an odd number, at least 3, of independent servers) make `run` hold a
+//! RedLock (granted by a majority of them), `info` show each server, and `release` remove
+//! the lock on every one.
 //!
 //! `run` holds the lock with the watchdog (or a fixed `--lease`) while CMD runs, gives CMD
 //! `RLOCK_KEY`, `RLOCK_OWNER` and `RLOCK_TOKEN` (the fencing token) in its environment, and
@@ -24,15 +27,17 @@
 
 mod duration;
 mod group;
+mod held;
 mod supervise;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rlock_client::{Client, ClientOptions, Error, LockInfo, LockOptions};
+use rlock_client::{Client, ClientOptions, Error, LockInfo, LockOptions, RedLock};
 
 use duration::parse_duration;
+use held::Held;
 use supervise::supervise;
 
 /// `--wait` ran out (`EX_TEMPFAIL`).
@@ -48,9 +53,10 @@ const EXIT_INFO_ERROR: u8 = 2;
 )]
 struct Cli {
     /// Redis server URL (for a Redis Cluster, any node's; with Sentinel,
-    /// redis+sentinel://host:port,.../<master-name>).
+    /// redis+sentinel://host:port,.../<master-name>). Give it 3, 5, ... times for
+    /// independent servers: `run` then holds a RedLock, granted by a majority of them.
     #[arg(long, env = "RLOCK_URL", default_value = "redis://127.0.0.1:6379/")]
-    url: String,
+    url: Vec<String>,
     /// How long a connection or a reply may take before rlock gives up (e.g. 500ms, 1.5s);
     /// a waiting run checks this often that the server still answers.
     #[arg(long, value_parser = parse_duration, default_value = "2s")]
@@ -134,7 +140,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         .connect_timeout(cli.timeout)
         .response_timeout(cli.timeout)
         .keepalive(cli.timeout);
-    let client = Client::open_with(cli.url.as_str(), options).await?;
+    let clients = open(&cli.url, options).await?;
     match cli.command {
         Cmd::Run {
             key,
@@ -153,32 +159,66 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 options,
                 kill_grace,
             };
-            run_locked(&client, &key, &args, &command).await
+            match clients.as_slice() {
+                [client] => run_locked(client, &key, &args, &command).await,
+                _ => run_redlocked(cli.url.len(), clients, &key, &args, &command).await,
+            }
         }
-        Cmd::Info { key } => info(&client, &key).await,
+        Cmd::Info { key } => info(&clients, &key).await,
         Cmd::Release { key, force } => {
             if !force {
                 eprintln!("rlock: release takes the lock from its holder: add --force");
                 return Ok(ExitCode::from(2));
             }
-            let removed = client.force_release(&key).await?;
-            println!("{key}: {}", if removed { "released" } else { "was free" });
+            for client in &clients {
+                let removed = client.force_release(&key).await?;
+                let state = if removed { "released" } else { "was free" };
+                match clients.len() {
+                    1 => println!("{key}: {state}"),
+                    _ => println!("{key} on {}: {state}", client.server()),
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// `rlock info KEY`: 0 when held (and who holds it), 1 when free.
-async fn info(client: &Client, key: &str) -> Result<ExitCode, Error> {
-    Ok(match client.info(key).await? {
-        Some(info) => {
-            print_info(key, &info);
-            ExitCode::SUCCESS
+/// A client of each server. With several servers (a RedLock), one that cannot be reached
+/// now is left out: a majority of them is enough.
+async fn open(urls: &[String], options: ClientOptions) -> Result<Vec<Client>, Error> {
+    let mut clients = Vec::with_capacity(urls.len());
+    for (i, url) in urls.iter().enumerate() {
+        match Client::open_with(url.as_str(), options).await {
+            Ok(client) => clients.push(client),
+            // The last one's error is the answer when none could be opened.
+            Err(e) if urls.len() > 1 && (i + 1 < urls.len() || !clients.is_empty()) => {
+                eprintln!("rlock: {url}: {e}; going on without it");
+            }
+            Err(e) => return Err(e),
         }
-        None => {
-            println!("{key}: free");
-            ExitCode::FAILURE
+    }
+    Ok(clients)
+}
+
+/// `rlock info KEY`: 0 when held on some server (and who holds it), 1 when free.
+async fn info(clients: &[Client], key: &str) -> Result<ExitCode, Error> {
+    let mut held = false;
+    for client in clients {
+        if clients.len() > 1 {
+            println!("server: {}", client.server());
         }
+        match client.info(key).await? {
+            Some(info) => {
+                print_info(key, &info);
+                held = true;
+            }
+            None => println!("{key}: free"),
+        }
+    }
+    Ok(if held {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     })
 }
 
@@ -206,7 +246,39 @@ async fn run_locked(
             guard
         }
     };
-    supervise(guard, command, args.kill_grace).await
+    supervise(Held::One(guard), command, args.kill_grace).await
+}
+
+/// `run` over several independent servers: a RedLock, granted by a majority of them.
+async fn run_redlocked(
+    servers: usize,
+    clients: Vec<Client>,
+    key: &str,
+    args: &RunArgs,
+    command: &[String],
+) -> Result<ExitCode, Error> {
+    let lock = RedLock::with_servers(servers, clients, key)?.options(args.options);
+    let guard = match lock.try_acquire(Duration::ZERO).await? {
+        Some(guard) => guard,
+        None => {
+            let limit = args
+                .wait
+                .map_or("no limit".to_owned(), |w| format!("at most {w:?}"));
+            let quorum = lock.quorum();
+            eprintln!("rlock: waiting for '{key}' ({limit}) on {quorum} of {servers} servers");
+            let granted = match args.wait {
+                Some(limit) => lock.try_acquire(limit).await?,
+                None => Some(lock.acquire().await?),
+            };
+            let Some(guard) = granted else {
+                eprintln!("rlock: gave up waiting for '{key}'");
+                return Ok(ExitCode::from(EXIT_TIMEOUT));
+            };
+            eprintln!("rlock: acquired '{key}' (token {})", guard.token());
+            guard
+        }
+    };
+    supervise(Held::Quorum(guard), command, args.kill_grace).await
 }
 
 async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {

@@ -6,18 +6,19 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 
-use rlock_client::{Error, Guard};
+use rlock_client::Error;
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::group::Group;
+use crate::held::Held;
 
 /// The lock was lost while the command ran.
 const EXIT_LOST: u8 = 76;
 
 /// Runs the command while the guard holds; stops its group if the lock is lost.
 pub async fn supervise(
-    guard: Guard,
+    guard: Held,
     command: &[String],
     grace: Duration,
 ) -> Result<ExitCode, Error> {
@@ -49,7 +50,7 @@ pub async fn supervise(
 }
 
 /// Starts the command in its group, with the lock's key, owner and token in its environment.
-fn start(guard: &Guard, program: &str, args: &[String], grace: Duration) -> io::Result<Group> {
+fn start(guard: &Held, program: &str, args: &[String], grace: Duration) -> io::Result<Group> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env("RLOCK_KEY", guard.key())
@@ -60,7 +61,7 @@ fn start(guard: &Guard, program: &str, args: &[String], grace: Duration) -> io::
 
 /// Releases the lock after the command exited; the exit code to give.
 async fn finish(
-    guard: Guard,
+    guard: Held,
     status: io::Result<ExitStatus>,
     program: &str,
 ) -> Result<ExitCode, Error> {

@@ -197,3 +197,65 @@ fn sigterm_reaches_the_command_and_the_lock_is_released() {
     assert_eq!(out.status.code(), Some(128 + 15), "{out:?}");
     assert_eq!(server.info("job"), None, "released after the command ended");
 }
+
+#[test]
+fn run_over_three_servers_holds_a_redlock_and_a_minority_may_be_down() {
+    let mut servers = [Server::start(), Server::start(), Server::start()];
+    let redlock = |servers: &[Server]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+        cmd.env_remove("RLOCK_URL").args(["--timeout", "500ms"]);
+        for server in servers {
+            cmd.arg("--url").arg(server.url());
+        }
+        let script = "echo \"$RLOCK_OWNER $RLOCK_TOKEN\"; sleep 1";
+        cmd.args(["run", "job", "--", "sh", "-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    };
+    let child = redlock(&servers).spawn().expect("spawn rlock");
+    let on_all = || servers.iter().all(|s| s.info("job").is_some());
+    assert!(eventually(on_all), "not held on every server");
+    let owner = servers[0].info("job").unwrap().owner;
+    assert!(servers
+        .iter()
+        .all(|s| s.info("job").unwrap().owner == owner));
+    let out = finish(child);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    let (printed_owner, token) = printed.trim().split_once(' ').expect("owner and token");
+    assert_eq!(printed_owner, owner);
+    let token: u64 = token.parse().expect("a token");
+    assert!(servers.iter().all(|s| s.info("job").is_none()), "released");
+
+    servers[1].kill();
+    let out = redlock(&servers).output().expect("run rlock");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (_, later) = text(&out.stdout)
+        .trim()
+        .split_once(' ')
+        .map(|(o, t)| (o.to_owned(), t.to_owned()))
+        .unwrap();
+    assert!(later.parse::<u64>().unwrap() > token);
+}
+
+#[test]
+fn run_over_two_servers_is_refused() {
+    let servers = [Server::start(), Server::start()];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+    cmd.env_remove("RLOCK_URL");
+    for server in &servers {
+        cmd.arg("--url").arg(server.url());
+    }
+    let out = cmd
+        .args(["run", "job", "--", "true"])
+        .output()
+        .expect("run rlock");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("at least 3 servers"),
+        "{}",
+        text(&out.stderr)
+    );
+}

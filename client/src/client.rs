@@ -22,6 +22,9 @@ use crate::watchdog::WatchdogStats;
 #[derive(Clone)]
 pub struct Client {
     core: Arc<Core>,
+    /// The address the client was opened on (`host:port`), naming its server in a
+    /// [`MultiLock`](crate::MultiLock)'s and a [`RedLock`](crate::RedLock)'s canonical order.
+    server: Arc<str>,
 }
 
 impl fmt::Debug for Client {
@@ -64,7 +67,13 @@ impl Client {
             }
             None => (redis::Client::open(url)?, None),
         };
-        Client::start(redis, sentinels, options).await
+        // A followed master is named by its sentinels and name, not by the server that
+        // happens to be master now.
+        let server = match sentinels {
+            Some(_) => without_credentials(url),
+            None => address(&redis),
+        };
+        Client::start(redis, sentinels, server, options).await
     }
 
     /// Builds a client over an existing [`redis::Client`] (its address, TLS and credentials;
@@ -75,12 +84,14 @@ impl Client {
 
     /// Builds a client over an existing [`redis::Client`], with `options`.
     pub async fn from_redis_with(redis: redis::Client, options: ClientOptions) -> Result<Client> {
-        Client::start(redis, None, options).await
+        let server = address(&redis);
+        Client::start(redis, None, server, options).await
     }
 
     async fn start(
         redis: redis::Client,
         sentinels: Option<Sentinels>,
+        server: String,
         options: ClientOptions,
     ) -> Result<Client> {
         #[cfg(feature = "tls")]
@@ -92,6 +103,7 @@ impl Client {
         let core = Core::open(redis, sentinels, options).await?;
         Ok(Client {
             core: Arc::new(core),
+            server: server.into(),
         })
     }
 
@@ -112,10 +124,16 @@ impl Client {
         self.core.id()
     }
 
+    /// The server the client was opened on: its address (`host:port`, or a socket path), or
+    /// for a Sentinel URL, that URL without credentials.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
     /// A lock on `name` (the Redis key). Each acquisition through it uses a fresh owner id,
     /// so it is not reentrant: take an [`Owner`] handle for reentrancy.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.core.clone(), name.into(), None)
+        Lock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
 
     /// A new owner: locks taken through it are reentrant (the same owner acquiring a lock it
@@ -124,6 +142,7 @@ impl Client {
         Owner {
             id: self.next_owner_id().into(),
             core: self.core.clone(),
+            server: self.server.clone(),
         }
     }
 
@@ -148,6 +167,19 @@ impl Client {
     }
 }
 
+/// The server's address, `host:port` (or a socket path).
+fn address(redis: &redis::Client) -> String {
+    redis.get_connection_info().addr().to_string()
+}
+
+/// `url` without the `user:password@` part.
+fn without_credentials(url: &str) -> String {
+    match (url.split_once("://"), url.rsplit_once('@')) {
+        (Some((scheme, _)), Some((_, rest))) => format!("{scheme}://{rest}"),
+        _ => url.to_owned(),
+    }
+}
+
 /// An owner id for reentrant locking in async code, from [`Client::owner`].
 ///
 /// Every lock taken through the same `Owner` (or its clones) is held by the same owner id,
@@ -155,6 +187,7 @@ impl Client {
 #[derive(Clone)]
 pub struct Owner {
     core: Arc<Core>,
+    server: Arc<str>,
     id: Arc<str>,
 }
 
@@ -172,13 +205,20 @@ impl Owner {
 
     /// Lock `name`, acquired as this owner.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.core.clone(), name.into(), Some(self.id.clone()))
+        let server = self.server.clone();
+        Lock::new(
+            self.core.clone(),
+            server,
+            name.into(),
+            Some(self.id.clone()),
+        )
     }
 
     /// An owner with the id `id` on `client` (for example one owner per thread).
     pub(crate) fn with_id(client: &Client, id: Arc<str>) -> Owner {
         Owner {
             core: client.core.clone(),
+            server: client.server.clone(),
             id,
         }
     }

@@ -103,6 +103,24 @@ pub enum Error {
     /// The client was closed with [`Client::close`](crate::Client::close).
     #[error("the client was closed")]
     Closed,
+    /// A [`RedLock`](crate::RedLock) could not reach a majority of its servers before its
+    /// wait ended (they are down or cut off); nothing is held.
+    #[error("RedLock '{key}': only {answered} of its servers answered, {needed} are needed")]
+    NoQuorum {
+        /// The lock's key.
+        key: String,
+        /// How many servers answered in the last round.
+        answered: usize,
+        /// The majority needed.
+        needed: usize,
+    },
+    /// An argument the caller gave cannot work (for example a RedLock over an even number
+    /// of servers).
+    #[error("invalid argument: {detail}")]
+    InvalidArgument {
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The server does not know the `LOCK.*` commands: the rlock module is not loaded.
     #[error(
         "the rlock module is not loaded on this Redis server ({detail}); \

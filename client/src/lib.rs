@@ -29,6 +29,9 @@
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
 //! - **Redis Sentinel**: opened on the sentinels of a master, the client follows the master
 //!   they name after a failover (see [below](#redis-sentinel)).
+//! - **Several servers**: [`MultiLock`] holds several locks all or none (taken in a
+//!   canonical order, so overlapping ones never deadlock); [`RedLock`] holds one name on a
+//!   majority of N independent servers, waiting on the servers, not polling.
 //!
 //! # Example
 //!
@@ -183,6 +186,9 @@
 //! The modules form layers, listed top to bottom: each uses only modules of the layers below
 //! its own, and within a layer only those after it (`tests/layering.rs` checks it).
 //!
+//! - Several servers: `redlock.rs` ([`RedLock`]); below it `multi.rs` ([`MultiLock`]) and
+//!   `election.rs` (how a RedLock's contenders reach a majority); below them `members.rs`
+//!   (the guards of one holding over several locks).
 //! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
 //! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task),
 //!   `recover.rs` (after an error: adopt a grant whose reply was lost, retry on a fresh
@@ -200,7 +206,8 @@
 //! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
-//!   ([`LockOptions`]), `slots.rs`, `info.rs`; below them `error.rs`.
+//!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
+//!   and token); below them `error.rs`.
 
 #![warn(missing_docs)]
 
@@ -210,15 +217,20 @@ mod client;
 mod commands;
 mod config;
 mod core;
+mod election;
 mod error;
 mod guard;
 mod holding;
 mod info;
 mod lock;
+mod members;
+mod multi;
 mod node;
 mod options;
 mod pool;
+mod quorum;
 mod recover;
+mod redlock;
 mod registry;
 mod replicas;
 mod rounds;
@@ -236,5 +248,7 @@ pub use guard::Guard;
 pub use holding::LostSignal;
 pub use info::LockInfo;
 pub use lock::Lock;
+pub use multi::{MultiGuard, MultiLock};
 pub use options::{LockOptions, DEFAULT_LEASE};
+pub use redlock::{RedLock, RedLockGuard};
 pub use watchdog::WatchdogStats;

@@ -20,6 +20,7 @@ use crate::options::LockOptions;
 #[derive(Clone)]
 pub struct Lock {
     core: Arc<Core>,
+    server: Arc<str>,
     key: String,
     owner: Option<Arc<str>>,
     options: LockOptions,
@@ -28,6 +29,7 @@ pub struct Lock {
 impl fmt::Debug for Lock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
+            .field("server", &self.server)
             .field("key", &self.key)
             .field("owner", &self.owner)
             .field("options", &self.options)
@@ -36,9 +38,15 @@ impl fmt::Debug for Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(core: Arc<Core>, key: String, owner: Option<Arc<str>>) -> Lock {
+    pub(crate) fn new(
+        core: Arc<Core>,
+        server: Arc<str>,
+        key: String,
+        owner: Option<Arc<str>>,
+    ) -> Lock {
         Lock {
             core,
+            server,
             key,
             owner,
             options: LockOptions::new(),
@@ -48,6 +56,13 @@ impl Lock {
     /// The lock's key.
     pub fn name(&self) -> &str {
         &self.key
+    }
+
+    /// The address of the server its client was opened on ([`Client::server`]).
+    ///
+    /// [`Client::server`]: crate::Client::server
+    pub fn server(&self) -> &str {
+        &self.server
     }
 
     /// Uses `options` for the following acquisitions.
@@ -129,7 +144,7 @@ impl Lock {
     }
 
     /// Acquires, waiting up to `limit` (`None`: without limit).
-    async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
+    pub(crate) async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
         let owner = match &self.owner {
             Some(id) => id.to_string(),
             None => self.core.next_owner_id(),

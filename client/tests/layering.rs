@@ -19,7 +19,9 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "pure pieces",
         &[
             &["error"],
-            &["options", "config", "slots", "info", "commands", "holding"],
+            &[
+                "options", "config", "slots", "info", "commands", "holding", "quorum",
+            ],
             &["registry"],
         ],
     ),
@@ -39,6 +41,10 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         ],
     ),
     ("public API", &[&["lock"], &["client"], &["blocking"]]),
+    (
+        "several servers",
+        &[&["members"], &["multi", "election"], &["redlock"]],
+    ),
 ];
 
 /// A module's place: its group's rank (bottom 0) and its layer's name.
