@@ -8,13 +8,15 @@
 //!
 //! Layout: `suite.rs` runs the scenarios (`uncontended.rs`, `contended.rs`, `crash.rs`,
 //! `watchdog.rs`); `side.rs` holds both sides' commands and the baseline's scripts,
-//! `redisson.rs` its way of waiting; `server.rs` the server and its statistics;
+//! `redisson.rs` its way of waiting; `redlock.rs` scenario 7 (the client crate's RedLock over
+//! three servers against its one-server lock); `server.rs` the server and its statistics;
 //! `report.rs` the table.
 
 mod clock;
 mod contended;
 mod crash;
 mod redisson;
+mod redlock;
 mod report;
 mod rows;
 mod server;
@@ -29,7 +31,8 @@ use std::time::Duration;
 
 const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench load PORT lua|rlock|plain DEPTH SECONDS   (scenario 1 alone, against a running server)
-       rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)";
+       rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)
+       rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Some("worker") => contended::worker_main(&args[1..]),
         Some("load") => load(&args[1..]),
         Some("contend") => contend(&args[1..]),
+        Some("redlock") => redlock_alone(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -80,7 +84,8 @@ fn workspace() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-fn bench(plan: &suite::Plan) -> Result<(), String> {
+/// The module to load: `$RLOCK_MODULE`, else the workspace's release build.
+fn module() -> Result<PathBuf, String> {
     let module = std::env::var_os("RLOCK_MODULE")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target/release/librlock.so"));
@@ -90,9 +95,39 @@ fn bench(plan: &suite::Plan) -> Result<(), String> {
             module.display()
         ));
     }
+    Ok(module)
+}
+
+/// `redlock SECONDS`: scenario 7 alone, on three servers started here.
+fn redlock_alone(args: &[String]) -> Result<(), String> {
+    let [seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let module = module()?;
+    let servers = [
+        server::BenchServer::start(&module)?,
+        server::BenchServer::start(&module)?,
+        server::BenchServer::start(&module)?,
+    ];
+    let [a, b, c] = &servers;
+    let runs = redlock::run(&[a, b, c], Duration::from_secs_f64(seconds));
+    let mut table = String::new();
+    report::redlock_table(&mut table, &runs);
+    println!("{table}");
+    Ok(())
+}
+
+fn bench(plan: &suite::Plan) -> Result<(), String> {
+    let module = module()?;
     let server = server::BenchServer::start(&module)?;
-    let results = suite::run(plan, &server);
+    let others = [
+        server::BenchServer::start(&module)?,
+        server::BenchServer::start(&module)?,
+    ];
+    let results = suite::run(plan, &server, &others);
     drop(server);
+    drop(others);
     let table = report::render(&results);
     println!("{table}");
     let path = workspace().join("target/bench-report.md");

@@ -42,6 +42,7 @@ pub fn render(r: &Results) -> String {
                 .collect();
         let _ = writeln!(out, "| {} | {} |", c.0, cells.join(" | "));
     }
+    redlock_table(&mut out, &r.redlock);
     let missed: Vec<String> = rows
         .iter()
         .filter(|x| x.pass == Some(false))
@@ -57,4 +58,55 @@ pub fn render(r: &Results) -> String {
         }
     );
     out
+}
+
+/// Scenario 7: the client crate's lock on one server against a RedLock over three.
+pub fn redlock_table(out: &mut String, runs: &Result<[crate::redlock::Run; 2], String>) {
+    let _ = writeln!(
+        out,
+        "\nScenario 7: one lock, 8 tasks of one process (client crate, 10 s lease, release at once):\n"
+    );
+    let [one, three] = match runs {
+        Ok(runs) => runs,
+        Err(e) => {
+            let _ = writeln!(out, "not measured: {e}");
+            return;
+        }
+    };
+    let _ = writeln!(
+        out,
+        "| Metric | one server (`Lock`) | RedLock, 3 servers | ratio |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|");
+    let lines = [
+        (
+            "acquisitions",
+            one.acquisitions as f64,
+            three.acquisitions as f64,
+        ),
+        ("acquisitions/s", one.per_s, three.per_s),
+        (
+            "handoff p50 (ms)",
+            one.handoff_p(50.0),
+            three.handoff_p(50.0),
+        ),
+        (
+            "handoff p99 (ms)",
+            one.handoff_p(99.0),
+            three.handoff_p(99.0),
+        ),
+    ];
+    for (metric, a, b) in lines {
+        let ratio = if a > 0.0 {
+            format!("×{:.2}", b / a)
+        } else {
+            "—".into()
+        };
+        let digits = if metric.starts_with("acquisitions") {
+            0
+        } else {
+            2
+        };
+        let _ = writeln!(out, "| {metric} | {a:.digits$} | {b:.digits$} | {ratio} |");
+    }
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::contended;
 use crate::crash;
+use crate::redlock;
 use crate::server::{info, BenchServer};
 use crate::side::{Scripts, Side};
 use crate::uncontended;
@@ -58,11 +59,14 @@ pub struct Results {
     pub watchdog: [Renewals; 2],
     pub memory: [(f64, f64); 2],
     pub cpu: Vec<CpuRow>,
+    /// Scenario 7: one server, then a RedLock over three (or why it could not run).
+    pub redlock: Result<[redlock::Run; 2], String>,
 }
 
 const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
 
-pub fn run(plan: &Plan, server: &BenchServer) -> Results {
+/// Runs every scenario on `server`; scenario 7 also on the two `others`.
+pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Results {
     let port = server.port();
     let mut con = server.conn();
     let scripts = Scripts::load(&mut con).expect("SCRIPT LOAD");
@@ -110,6 +114,8 @@ pub fn run(plan: &Plan, server: &BenchServer) -> Results {
     });
     let memory =
         SIDES.map(|side| watchdog::waiter_memory(port, &scripts, side, plan.memory_waiters));
+    eprintln!("scenario 7: RedLock over three servers vs one server");
+    let redlock = redlock::run(&[server, &others[0], &others[1]], plan.duration);
     Results {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         redis_version: info(&mut con, &["server"])
@@ -123,6 +129,7 @@ pub fn run(plan: &Plan, server: &BenchServer) -> Results {
         watchdog,
         memory,
         cpu,
+        redlock,
     }
 }
 

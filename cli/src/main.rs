@@ -229,24 +229,18 @@ async fn run_locked(
     command: &[String],
 ) -> Result<ExitCode, Error> {
     let lock = client.lock(key).options(args.options);
-    let wait = args.wait;
-    let guard = match lock.try_acquire(Duration::ZERO).await? {
-        Some(guard) => guard,
+    let held = match lock.try_acquire(Duration::ZERO).await? {
+        Some(guard) => Some(Held::One(guard)),
         None => {
-            announce_wait(client, key, wait).await;
-            let granted = match wait {
+            announce_wait(client, key, args.wait).await;
+            let granted = match args.wait {
                 Some(limit) => lock.try_acquire(limit).await?,
                 None => Some(lock.acquire().await?),
             };
-            let Some(guard) = granted else {
-                eprintln!("rlock: gave up waiting for '{key}'");
-                return Ok(ExitCode::from(EXIT_TIMEOUT));
-            };
-            eprintln!("rlock: acquired '{key}' (token {})", guard.token());
-            guard
+            granted.map(|guard| acquired_after_waiting(Held::One(guard)))
         }
     };
-    supervise(Held::One(guard), command, args.kill_grace).await
+    run_held(key, held, command, args).await
 }
 
 /// `run` over several independent servers: a RedLock, granted by a majority of them.
@@ -258,8 +252,8 @@ async fn run_redlocked(
     command: &[String],
 ) -> Result<ExitCode, Error> {
     let lock = RedLock::with_servers(servers, clients, key)?.options(args.options);
-    let guard = match lock.try_acquire(Duration::ZERO).await? {
-        Some(guard) => guard,
+    let held = match lock.try_acquire(Duration::ZERO).await? {
+        Some(guard) => Some(Held::Quorum(guard)),
         None => {
             let limit = args
                 .wait
@@ -270,15 +264,32 @@ async fn run_redlocked(
                 Some(limit) => lock.try_acquire(limit).await?,
                 None => Some(lock.acquire().await?),
             };
-            let Some(guard) = granted else {
-                eprintln!("rlock: gave up waiting for '{key}'");
-                return Ok(ExitCode::from(EXIT_TIMEOUT));
-            };
-            eprintln!("rlock: acquired '{key}' (token {})", guard.token());
-            guard
+            granted.map(|guard| acquired_after_waiting(Held::Quorum(guard)))
         }
     };
-    supervise(Held::Quorum(guard), command, args.kill_grace).await
+    run_held(key, held, command, args).await
+}
+
+/// Says on stderr that a lock waited for was acquired.
+fn acquired_after_waiting(held: Held) -> Held {
+    eprintln!("rlock: acquired '{}' (token {})", held.key(), held.token());
+    held
+}
+
+/// Runs the command under `held`, or gives up when the wait ran out (`None`).
+async fn run_held(
+    key: &str,
+    held: Option<Held>,
+    command: &[String],
+    args: &RunArgs,
+) -> Result<ExitCode, Error> {
+    match held {
+        Some(held) => supervise(held, command, args.kill_grace).await,
+        None => {
+            eprintln!("rlock: gave up waiting for '{key}'");
+            Ok(ExitCode::from(EXIT_TIMEOUT))
+        }
+    }
 }
 
 async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {

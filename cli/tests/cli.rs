@@ -3,25 +3,14 @@
 // The client crate's test support: a redis-server of its own per test.
 #[path = "../../client/tests/support/mod.rs"]
 mod support;
+mod tool;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::Server;
-
-/// A `rlock` command for `server`, its output captured.
-fn rlock(server: &Server, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
-    cmd.env_remove("RLOCK_URL")
-        .arg("--url")
-        .arg(server.url())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
+use tool::rlock;
 
 fn run(server: &Server, args: &[&str]) -> Output {
     rlock(server, args).output().expect("run rlock")

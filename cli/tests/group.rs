@@ -4,25 +4,14 @@
 // The client crate's test support: a redis-server of its own per test.
 #[path = "../../client/tests/support/mod.rs"]
 mod support;
+mod tool;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::Server;
-
-/// A `rlock` command for `server`, its output captured.
-fn rlock(server: &Server, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
-    cmd.env_remove("RLOCK_URL")
-        .arg("--url")
-        .arg(server.url())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
+use tool::rlock;
 
 /// A command whose shell leaves a background child: `sh` and two `sleep`s in one group.
 const FAMILY: &str = "echo $$; sleep 100 & sleep 100";

@@ -1,20 +1,17 @@
-//! The client's modules form layers whose imports only point down: each file of `src/`
-//! (the `rlock` binary aside, which sees only the public API) may name, in a `crate::<module>`
-//! path, only modules of lower layers. No server needed: this reads the sources.
-//!
-//! The check is textual: comments and literals are left out, then every `crate::<name>`
-//! (in `use` lines and inline paths, `crate::{a, b}` groups included) counts as a use of
-//! module `<name>`. A name that is not a module of [`LAYERS`] (a re-export from the crate
-//! root, a new module nobody placed) fails the check too.
+//! The client's modules form layers whose imports only point down: each file of `src/` may
+//! name, in a `crate::<module>` path, only modules of lower layers. No server needed: this
+//! reads the sources, with the checker the module's own layering test uses
+//! (`tests/support/layering.rs` at the workspace root).
 
-use std::collections::BTreeSet;
-use std::fs;
-use std::path::Path;
+#[path = "../../tests/support/layering.rs"]
+mod checker;
+
+use checker::{declared_modules, layered_modules, library_sources, used_modules, Layers};
 
 /// The layers, bottom first, each with its groups in order: a module may use the modules
 /// of the groups before its own, and none of its own group or above. The README's
 /// *Architecture* section lists the same layers.
-const LAYERS: &[(&str, &[&[&str]])] = &[
+const LAYERS: Layers = &[
     (
         "pure pieces",
         &[
@@ -47,218 +44,15 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
     ),
 ];
 
-/// A module's place: its group's rank (bottom 0) and its layer's name.
-fn place(module: &str) -> Option<(usize, &'static str)> {
-    let groups = LAYERS
-        .iter()
-        .flat_map(|(layer, groups)| groups.iter().map(move |group| (*layer, *group)));
-    groups
-        .enumerate()
-        .find(|(_, (_, group))| group.contains(&module))
-        .map(|(rank, (layer, _))| (rank, layer))
-}
+const CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Why the uses of each `(module, source)` break the layering; empty if none does.
 fn violations(files: &[(String, String)]) -> Vec<String> {
-    let mut found = Vec::new();
-    for (module, text) in files {
-        let Some((rank, layer)) = place(module) else {
-            found.push(format!("module `{module}` is in no layer"));
-            continue;
-        };
-        for used in used_modules(text) {
-            match place(&used) {
-                None => found.push(format!(
-                    "`{module}` uses `crate::{used}`, which is no module of the layers"
-                )),
-                Some(_) if used == *module => {}
-                Some((used_rank, used_layer)) if used_rank >= rank => found.push(format!(
-                    "`{module}` ({layer}) uses `{used}` ({used_layer}): not a lower layer"
-                )),
-                Some(_) => {}
-            }
-        }
-    }
-    found
-}
-
-const CRATE: [char; 5] = ['c', 'r', 'a', 't', 'e'];
-
-/// The names that follow `crate::` in `text`, comments and literals left out.
-fn used_modules(text: &str) -> BTreeSet<String> {
-    let code: Vec<char> = strip(text).chars().collect();
-    let mut used = BTreeSet::new();
-    for at in 0..code.len() {
-        let before = at.checked_sub(1).map(|b| code[b]);
-        if !code[at..].starts_with(&CRATE) || before.is_some_and(|c| is_ident(c) || c == '$') {
-            continue;
-        }
-        let j = skip_space(&code, at + CRATE.len());
-        if code.get(j..j + 2) != Some(&[':', ':'][..]) {
-            continue;
-        }
-        let j = skip_space(&code, j + 2);
-        if code.get(j) == Some(&'{') {
-            used.extend(group_heads(&code, j + 1));
-        } else {
-            used.extend(ident(&code, j));
-        }
-    }
-    used
-}
-
-/// The first name of each item of the `{...}` group that starts at `from` (after the `{`).
-fn group_heads(code: &[char], from: usize) -> Vec<String> {
-    let mut heads = Vec::new();
-    let (mut depth, mut item_start) = (0, true);
-    for (k, &c) in code.iter().enumerate().skip(from) {
-        match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => break,
-            '}' => depth -= 1,
-            ',' if depth == 0 => item_start = true,
-            c if item_start && !c.is_whitespace() => {
-                item_start = false;
-                heads.extend(ident(code, k));
-            }
-            _ => {}
-        }
-    }
-    heads
-}
-
-fn ident(code: &[char], at: usize) -> Option<String> {
-    let name: String = code[at..].iter().take_while(|c| is_ident(**c)).collect();
-    let keyword = ["self", "super", "crate"].contains(&name.as_str());
-    (!name.is_empty() && !keyword).then_some(name)
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-fn skip_space(code: &[char], mut i: usize) -> usize {
-    while code.get(i).is_some_and(|c| c.is_whitespace()) {
-        i += 1;
-    }
-    i
-}
-
-/// `text` with comments, string literals and char literals blanked out.
-fn strip(text: &str) -> String {
-    let s: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < s.len() {
-        let next = s.get(i + 1).copied();
-        let end = match (s[i], next) {
-            ('/', Some('/')) => (i..s.len()).find(|&k| s[k] == '\n').unwrap_or(s.len()),
-            ('/', Some('*')) => block_comment_end(&s, i),
-            ('"', _) => string_end(&s, i + 1),
-            ('r', Some('"' | '#')) if i == 0 || !is_ident(s[i - 1]) => raw_string_end(&s, i),
-            ('\'', Some('\\')) => (i + 2..s.len())
-                .find(|&k| s[k] == '\'')
-                .map_or(s.len(), |k| k + 1),
-            ('\'', Some(_)) if s.get(i + 2) == Some(&'\'') => i + 3,
-            (c, _) => {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-        };
-        out.push(' ');
-        i = end.max(i + 1);
-    }
-    out
-}
-
-fn block_comment_end(s: &[char], start: usize) -> usize {
-    let (mut depth, mut k) = (0, start);
-    while k + 1 < s.len() {
-        match (s[k], s[k + 1]) {
-            ('/', '*') => (depth, k) = (depth + 1, k + 2),
-            ('*', '/') if depth == 1 => return k + 2,
-            ('*', '/') => (depth, k) = (depth - 1, k + 2),
-            _ => k += 1,
-        }
-    }
-    s.len()
-}
-
-fn string_end(s: &[char], mut k: usize) -> usize {
-    while k < s.len() {
-        match s[k] {
-            '\\' => k += 2,
-            '"' => return k + 1,
-            _ => k += 1,
-        }
-    }
-    s.len()
-}
-
-/// The end of `r"..."` or `r#"..."#` at `start`; just past the `r` if it is none.
-fn raw_string_end(s: &[char], start: usize) -> usize {
-    let hashes = s[start + 1..].iter().take_while(|&&c| c == '#').count();
-    let open = start + 1 + hashes;
-    if s.get(open) != Some(&'"') {
-        return start + 1;
-    }
-    let close: Vec<char> = std::iter::once('"')
-        .chain(std::iter::repeat_n('#', hashes))
-        .collect();
-    (open + 1..s.len())
-        .find(|&k| s[k..].starts_with(&close))
-        .map_or(s.len(), |k| k + close.len())
-}
-
-/// Every source file of the library, as `(module, text)`: `src/x.rs`, `src/x/...` and
-/// `src/x_tests.rs` belong to module `x`.
-fn library_sources() -> Vec<(String, String)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    collect(&src, &src, &mut files);
-    files.sort();
-    files
-}
-
-fn collect(src: &Path, dir: &Path, files: &mut Vec<(String, String)>) {
-    for entry in fs::read_dir(dir).expect("src/ is readable") {
-        let path = entry.expect("a directory entry").path();
-        let relative = path.strip_prefix(src).expect("under src/");
-        let top = relative.components().next().expect("a first component");
-        let top = top.as_os_str().to_str().expect("a UTF-8 file name");
-        if top == "bin" || top == "lib.rs" {
-            continue;
-        }
-        if path.is_dir() {
-            collect(src, &path, files);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let stem = top.trim_end_matches(".rs");
-            let module = stem.strip_suffix("_tests").unwrap_or(stem);
-            let text = fs::read_to_string(&path).expect("a readable source file");
-            files.push((module.to_owned(), text));
-        }
-    }
-}
-
-/// The modules `lib.rs` declares.
-fn declared_modules() -> BTreeSet<String> {
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
-    let text = strip(&fs::read_to_string(lib).expect("src/lib.rs is readable"));
-    text.lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let line = line.strip_prefix("pub ").unwrap_or(line);
-            line.strip_prefix("mod ")?
-                .strip_suffix(';')
-                .map(str::to_owned)
-        })
-        .collect()
+    checker::violations(LAYERS, files)
 }
 
 #[test]
 fn every_module_uses_only_lower_layers() {
-    let files = library_sources();
+    let files = library_sources(CRATE_DIR);
     assert!(files.len() > 10, "found too few sources: {}", files.len());
     let found = violations(&files);
     assert!(found.is_empty(), "layering broken:\n{}", found.join("\n"));
@@ -266,12 +60,7 @@ fn every_module_uses_only_lower_layers() {
 
 #[test]
 fn the_layers_name_exactly_the_modules_of_the_crate() {
-    let layered: BTreeSet<String> = LAYERS
-        .iter()
-        .flat_map(|(_, groups)| groups.iter().flat_map(|g| g.iter()))
-        .map(|m| (*m).to_owned())
-        .collect();
-    assert_eq!(layered, declared_modules());
+    assert_eq!(layered_modules(LAYERS), declared_modules(CRATE_DIR));
 }
 
 fn file(module: &str, text: &str) -> (String, String) {
