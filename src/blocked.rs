@@ -15,13 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis_module::raw;
 
-use crate::counters;
 use crate::error::LockError;
 use crate::ffi::api;
-use crate::guard;
 use crate::registry::Db;
 use crate::reply::Outcome;
 use crate::waiters::{self, handle_of, Bc, Waiter};
+use crate::{counters, guard, node};
 
 /// Called when a blocked client disconnects.
 pub type OnDisconnect = unsafe extern "C" fn(*mut raw::RedisModuleCtx, Bc);
@@ -41,8 +40,9 @@ pub struct Blocked {
     pub deadline_timer: Option<u64>,
 }
 
-/// Blocks the calling client for at most `wait_ms` (0: no limit); `on_disconnect` runs if
-/// it leaves first. The caller queues it.
+/// Blocks the calling client for at most `wait_ms` (0: no limit; more than ten years waits
+/// ten years, the longest timer); `on_disconnect` runs if it leaves first. The caller
+/// queues it.
 pub fn block(
     ctx: *mut raw::RedisModuleCtx,
     wait_ms: i64,
@@ -59,7 +59,8 @@ pub fn block(
     let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
     let deadline_timer = (wait_ms > 0).then(|| {
         let data = Box::into_raw(Box::new(Deadline { id, bc }));
-        unsafe { create_timer(ctx, wait_ms, Some(wait_expired), data.cast::<c_void>()) }
+        let period = node::timer_period(wait_ms);
+        unsafe { create_timer(ctx, period, Some(wait_expired), data.cast::<c_void>()) }
     });
     Ok(Blocked {
         bc,
@@ -129,6 +130,13 @@ unsafe extern "C" fn reply(
     _argv: *mut *mut raw::RedisModuleString,
     _argc: c_int,
 ) -> c_int {
+    guard::entry("blocked reply", raw::REDISMODULE_OK as c_int, || {
+        send_outcome(ctx);
+        raw::REDISMODULE_OK as c_int
+    })
+}
+
+fn send_outcome(ctx: *mut raw::RedisModuleCtx) {
     let outcome = unsafe {
         let bc = raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx));
         waiters::take_grant(bc);
@@ -147,12 +155,13 @@ unsafe extern "C" fn reply(
             Some(Outcome::TimedOut) | None => raw::RedisModule_ReplyWithNull.map(|f| f(ctx)),
         };
     }
-    raw::REDISMODULE_OK as c_int
 }
 
 unsafe extern "C" fn free_outcome(_ctx: *mut raw::RedisModuleCtx, privdata: *mut c_void) {
-    if !privdata.is_null() {
-        // Made by `Box::into_raw` when unblocking; Redis calls this exactly once.
-        drop(unsafe { Box::from_raw(privdata.cast::<Outcome>()) });
-    }
+    guard::entry("freeing a blocked reply", (), || {
+        if !privdata.is_null() {
+            // Made by `Box::into_raw` when unblocking; Redis calls this exactly once.
+            drop(unsafe { Box::from_raw(privdata.cast::<Outcome>()) });
+        }
+    });
 }

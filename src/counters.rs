@@ -37,8 +37,18 @@ pub static WAIT_TIMEOUTS: Counter = Counter::new();
 /// `NOTHELD` errors sent.
 pub static NOT_HELD_ERRORS: Counter = Counter::new();
 
+/// `LOCK.RENEW` calls that answered 0: the caller had lost the lock.
+pub static RENEWALS_LOST: Counter = Counter::new();
+/// `LOCK.ACQUIRE` calls answered nil at once (held by another, no `WAIT` or no way to block,
+/// or held back by the failover delay).
+pub static CONTENDED: Counter = Counter::new();
+/// `LOCK.FORCERELEASE` calls that removed a lock.
+pub static FORCE_RELEASES: Counter = Counter::new();
+/// Holds given back because the waiter they were handed to left before its reply.
+pub static REVOKED_GRANTS: Counter = Counter::new();
+
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 8] = [
+pub const ALL: [(&str, &Counter); 12] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -47,4 +57,8 @@ pub const ALL: [(&str, &Counter); 8] = [
     ("expiry_handoffs", &EXPIRY_HANDOFFS),
     ("wait_timeouts", &WAIT_TIMEOUTS),
     ("not_held_errors", &NOT_HELD_ERRORS),
+    ("renewals_lost", &RENEWALS_LOST),
+    ("contended", &CONTENDED),
+    ("force_releases", &FORCE_RELEASES),
+    ("revoked_grants", &REVOKED_GRANTS),
 ];

@@ -3,7 +3,8 @@
 //! Handlers never format an error message themselves: they return a [`LockError`], whose
 //! `Display` is the exact reply text (without the leading `-`) that SPEC.md prescribes.
 //! Key names and owner ids are echoed with [`printable`], so that no byte a client sends
-//! can break the RESP framing of an error line.
+//! can break the RESP framing of an error line, and at most [`MAX_ECHO`] bytes of them
+//! (then `...`), so that a 1 MB key name does not make a 1 MB error line.
 
 use std::fmt;
 
@@ -71,6 +72,12 @@ pub enum LockError {
     ApplyFromClient,
     /// `LOCK.APPLY` with values no master would send.
     BadApply,
+    /// The token counter is at its maximum: no fresh holding can be granted.
+    TokensExhausted,
+    /// `rlock.max-waiters` clients wait on this node already.
+    TooManyWaiters(i64),
+    /// `rlock.max-waiters-per-key` clients wait for this lock already.
+    TooManyWaitersForKey(i64),
     /// The server does not export a module API function this command needs.
     MissingApi(&'static str),
     /// A bug: a handler panicked and the panic was caught.
@@ -118,6 +125,17 @@ impl fmt::Display for LockError {
             LockError::BadApply => f.write_str(
                 "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
             ),
+            LockError::TokensExhausted => f.write_str(
+                "ERR fencing tokens are exhausted on this node: the counter is at its maximum",
+            ),
+            LockError::TooManyWaiters(max) => write!(
+                f,
+                "ERR too many waiters: rlock.max-waiters ({max}) clients wait on this node"
+            ),
+            LockError::TooManyWaitersForKey(max) => write!(
+                f,
+                "ERR too many waiters for this lock: rlock.max-waiters-per-key ({max}) clients wait for it"
+            ),
             LockError::MissingApi(name) => {
                 write!(f, "ERR this Redis server lacks the module API {name}")
             }
@@ -130,10 +148,29 @@ impl fmt::Display for LockError {
 
 impl std::error::Error for LockError {}
 
+/// The most bytes of a client's argument an error line echoes.
+pub const MAX_ECHO: usize = 128;
+
+/// The part of `bytes` an error may echo: the first [`MAX_ECHO`] bytes, and one more to
+/// tell that there were more (so an error never copies a whole big argument).
+pub fn clip(bytes: &[u8]) -> Vec<u8> {
+    bytes[..bytes.len().min(MAX_ECHO + 1)].to_vec()
+}
+
 /// Renders bytes for an error line: printable ASCII as is, every other byte (and `\`)
-/// as a `\xHH` escape, so the result never holds CR, LF or NUL.
+/// as a `\xHH` escape, so the result never holds CR, LF or NUL; past [`MAX_ECHO`] bytes,
+/// `...` stands for the rest.
 pub fn printable(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
+    let shown = &bytes[..bytes.len().min(MAX_ECHO)];
+    let mut out = String::with_capacity(shown.len() + 3);
+    push_printable(&mut out, shown);
+    if shown.len() < bytes.len() {
+        out.push_str("...");
+    }
+    out
+}
+
+fn push_printable(out: &mut String, bytes: &[u8]) {
     for &b in bytes {
         if (0x20..0x7f).contains(&b) && b != b'\\' {
             out.push(char::from(b));
@@ -141,7 +178,6 @@ pub fn printable(bytes: &[u8]) -> String {
             out.push_str(&format!("\\x{b:02x}"));
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -248,6 +284,35 @@ mod tests {
             owner: b"me\0".to_vec(),
         };
         assert_eq!(text(e), "NOTHELD lock 'lock:1' is not held by 'me\\x00'");
+    }
+
+    #[test]
+    fn echoed_bytes_are_cut_at_128_with_an_ellipsis() {
+        let key = vec![b'k'; 1 << 20];
+        let e = LockError::NotHeld {
+            key: clip(&key),
+            owner: b"me".to_vec(),
+        };
+        let expected = format!("NOTHELD lock '{}...' is not held by 'me'", "k".repeat(128));
+        assert_eq!(text(e), expected);
+        assert_eq!(printable(&[b'k'; 128]), "k".repeat(128));
+        assert_eq!(printable(&[0u8; 200]).len(), 128 * 4 + 3);
+    }
+
+    #[test]
+    fn resource_errors_name_their_config() {
+        assert_eq!(
+            text(LockError::TooManyWaiters(10)),
+            "ERR too many waiters: rlock.max-waiters (10) clients wait on this node"
+        );
+        assert_eq!(
+            text(LockError::TooManyWaitersForKey(2)),
+            "ERR too many waiters for this lock: rlock.max-waiters-per-key (2) clients wait for it"
+        );
+        assert_eq!(
+            text(LockError::TokensExhausted),
+            "ERR fencing tokens are exhausted on this node: the counter is at its maximum"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! (Replicas and AOF replays learn tokens from `LOCK.APPLY`; RDB files carry the counter.)
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use redis_module::raw;
 
@@ -12,26 +12,59 @@ use crate::ffi::api;
 use crate::token::{self, TOKENS};
 use crate::{blocked, config, expiry, gate, guard, node, persist, store, waiters};
 
-/// Keyspace events (generic, expired, evicted): any event on a lock with waiters makes the
-/// module check it at once. Redis calls this for every such event on any key, the module's
-/// own writes included, so it returns at once unless some client waits.
+/// Keyspace events (generic, expired, evicted): a `RESTORE` (or a `MIGRATE` into this
+/// node) teaches the token counter the restored lock's token; any event on a lock with
+/// waiters makes the module check it at once. Redis calls this for every such event on any
+/// key, the module's own writes included, so it returns at once unless some client waits.
 unsafe extern "C" fn on_key_event(
     ctx: *mut raw::RedisModuleCtx,
     _class: c_int,
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
-    if store::self_notifying() || !waiters::any() {
-        return 0;
-    }
-    guard::callback("keyspace event", || {
+    guard::entry("keyspace event", 0, || {
+        if store::self_notifying() {
+            return 0;
+        }
         // Redis passes the event's name as a C string.
-        let expired = !event.is_null() && unsafe { CStr::from_ptr(event) } == c"expired";
-        let key = redis_module::RedisString::string_as_slice(key);
-        expiry::on_key_event(ctx, key, expired);
-        Ok(())
-    });
-    0
+        let event = if event.is_null() {
+            c""
+        } else {
+            unsafe { CStr::from_ptr(event) }
+        };
+        if event == c"restore" {
+            guard::callback("learning a restored token", || store::learn_token(ctx, key));
+        }
+        if waiters::any() {
+            guard::callback("keyspace event", || {
+                let name = redis_module::RedisString::string_as_slice(key);
+                expiry::on_key_event(ctx, name, event == c"expired");
+                Ok(())
+            });
+        }
+        keep_the_callers_db(ctx, event);
+        0
+    })
+}
+
+/// The database of the last `move_from` event (-1: none pending).
+static MOVED_FROM: AtomicI32 = AtomicI32::new(-1);
+
+/// Valkey 8.1 runs module keyspace callbacks on the client executing the command and
+/// selects the event's database on it without selecting the client's own back (fixed by
+/// valkey-io/valkey#4024): after `MOVE key db` the client would be left in `db`. `MOVE`
+/// notifies `move_from` (the client's database) then `move_to`: after `move_to`, the
+/// client's database is selected again. (Where callbacks get a client of their own, as on
+/// Redis, this selects a database on that client only.)
+fn keep_the_callers_db(ctx: *mut raw::RedisModuleCtx, event: &CStr) {
+    if event == c"move_from" {
+        MOVED_FROM.store(node::selected_db(ctx), Ordering::Relaxed);
+    } else if event == c"move_to" {
+        let from = MOVED_FROM.swap(-1, Ordering::Relaxed);
+        if let (true, Some(select)) = (from >= 0, unsafe { raw::RedisModule_SelectDb }) {
+            unsafe { select(ctx, from) };
+        }
+    }
 }
 
 /// Subscribes to the keyspace and server events the module needs.
@@ -49,6 +82,7 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
             on_role_change,
         ),
         (raw::REDISMODULE_EVENT_LOADING, on_loading),
+        (raw::REDISMODULE_EVENT_SWAPDB, on_swapdb),
     ];
     for (id, callback) in events {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
@@ -66,13 +100,34 @@ unsafe extern "C" fn on_flush(
     subevent: u64,
     data: *mut c_void,
 ) {
-    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || data.is_null() {
-        return;
-    }
-    // For this event Redis passes a RedisModuleFlushInfo.
-    let db: c_int = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
     guard::callback("flush event", || {
+        if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || data.is_null() {
+            return Ok(());
+        }
+        // For this event Redis passes a RedisModuleFlushInfo.
+        let db: c_int = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
         expiry::on_flush(ctx, db);
+        Ok(())
+    });
+}
+
+/// `SWAPDB a b`: the locks of both databases changed places, so every lock with waiters
+/// in either is checked at once (a waiter waits for the key of its database, whatever now
+/// holds it there; none is left waiting on a key no event will ever touch).
+unsafe extern "C" fn on_swapdb(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut c_void,
+) {
+    guard::callback("swapdb event", || {
+        if data.is_null() || !waiters::any() {
+            return Ok(());
+        }
+        // For this event Redis passes a RedisModuleSwapDbInfo.
+        let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+        expiry::on_flush(ctx, info.dbnum_first);
+        expiry::on_flush(ctx, info.dbnum_second);
         Ok(())
     });
 }
@@ -109,19 +164,22 @@ unsafe extern "C" fn on_loading(
     subevent: u64,
     _data: *mut c_void,
 ) {
-    match subevent {
-        raw::REDISMODULE_SUBEVENT_LOADING_AOF_START => LOADING_AOF.store(true, Ordering::Relaxed),
-        raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
-            if LOADING_AOF.swap(false, Ordering::Relaxed) {
-                guard::callback("learning tokens after an AOF load", || {
-                    persist::learn_tokens_from_keyspace(ctx);
-                    Ok(())
-                });
+    guard::callback("loading event", || {
+        match subevent {
+            raw::REDISMODULE_SUBEVENT_LOADING_AOF_START => {
+                LOADING_AOF.store(true, Ordering::Relaxed)
             }
-            TOKENS.observe(token::now_us().saturating_add(config::token_gap()));
+            raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
+                if LOADING_AOF.swap(false, Ordering::Relaxed) {
+                    persist::learn_tokens_from_keyspace(ctx);
+                }
+                let now = token::now_us();
+                TOKENS.observe(now.saturating_add(config::token_gap()), now);
+            }
+            _ => {}
         }
-        _ => {}
-    }
+        Ok(())
+    });
 }
 
 /// An AOF (not an RDB) is being loaded.

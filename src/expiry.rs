@@ -74,7 +74,8 @@ pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
     }
 }
 
-/// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended: check every lock with waiters.
+/// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended, or `SWAPDB` moved database
+/// `db`: check every lock with waiters there.
 pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
     let db = (db >= 0).then_some(db);
     for (d, key) in waiters::queued_keys(db) {
@@ -123,7 +124,8 @@ fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) {
         return;
     };
     let data = Box::into_raw(Box::new(check));
-    unsafe { create_timer(ctx, delay_ms, Some(run_check), data.cast::<c_void>()) };
+    let period = node::timer_period(delay_ms);
+    unsafe { create_timer(ctx, period, Some(run_check), data.cast::<c_void>()) };
 }
 
 extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {

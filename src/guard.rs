@@ -1,8 +1,10 @@
-//! Containment: nothing a client sends may take Redis down.
+//! Containment: nothing a client sends, and no bug, may take Redis down.
 //!
-//! Every command handler and every callback Redis calls runs inside [`command`] or
-//! [`callback`], which catch a panic (a bug) and turn it into an error reply or a log line.
-//! A panic hook logs the panic through Redis's own log.
+//! Every function Redis calls (`RedisModule_OnLoad`, commands, timers, keyspace and server
+//! events, the `INFO` section, RDB aux fields, configs, blocked clients' replies and frees)
+//! runs its body inside [`entry`], the one `catch_unwind` of the module: a panic (a bug)
+//! becomes a log line and a fallback value. [`command`] and [`callback`] are its two common
+//! shapes. A panic hook logs the panic through Redis's own log.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Once;
@@ -12,20 +14,29 @@ use redis_module::logging;
 use crate::error::LockError;
 use crate::reply::Reply;
 
+/// Runs the body of a function Redis calls; a panic is logged and `fallback` returned.
+pub fn entry<T>(name: &'static str, fallback: T, body: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(_) => {
+            logging::log_warning(format!("rlock: {name}: internal error (panic caught)"));
+            fallback
+        }
+    }
+}
+
 /// Runs a command body; a panic becomes an `ERR internal` error.
 pub fn command(
     name: &'static str,
     body: impl FnOnce() -> Result<Reply, LockError>,
 ) -> Result<Reply, LockError> {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(Err(LockError::Internal(name)))
+    entry(name, Err(LockError::Internal(name)), body)
 }
 
 /// Runs a callback that has nobody to reply to: errors and panics are logged.
 pub fn callback(name: &'static str, body: impl FnOnce() -> Result<(), LockError>) {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => logging::log_warning(format!("rlock: {name}: {e}")),
-        Err(_) => logging::log_warning(format!("rlock: {name}: internal error (panic caught)")),
+    if let Err(e) = entry(name, Ok(()), body) {
+        logging::log_warning(format!("rlock: {name}: {e}"));
     }
 }
 

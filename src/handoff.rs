@@ -47,8 +47,12 @@ pub fn hand_off(
     let Some(waiter) = waiters::pop_first(db, key.name()) else {
         return Ok(None);
     };
+    let Ok(token) = TOKENS.issue(token::now_us()) else {
+        let refused = LockError::TokensExhausted.to_string();
+        blocked::refuse(ctx, vec![waiter], &refused);
+        return Err(LockError::TokensExhausted);
+    };
     blocked::stop_deadline(ctx, waiter.deadline_timer);
-    let token = TOKENS.issue(token::now_us());
     let deadline_ms = node::now_ms().saturating_add(waiter.lease_ms);
     let owner = OwnedString::new(ctx, &waiter.owner)?;
     let holding = LockEntry {

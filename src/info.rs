@@ -1,5 +1,9 @@
 //! The `rlock` section of `INFO` (SPEC.md §7): the counters of `counters.rs` and gauges.
 //! Redis prefixes each field with the module name, so `acquired` shows as `rlock_acquired`.
+//!
+//! In a crash report only the counters are written: they are plain atomics, while the
+//! gauges borrow the waiter registry and call into Redis, which a crash may have left
+//! half-way.
 
 use std::ffi::c_int;
 
@@ -7,29 +11,36 @@ use redis_module::raw;
 
 use crate::counters;
 use crate::token::{self, TOKENS};
-use crate::{gate, node, waiters};
+use crate::{gate, guard, node, waiters};
 
 /// Registers the `rlock` section of `INFO`.
 pub fn register(ctx: *mut raw::RedisModuleCtx) {
     raw::register_info_function(ctx, Some(add_info));
 }
 
-extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    let (queued, queues) = waiters::gauges();
-    let gauges = [
+extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    guard::entry("INFO rlock", (), || {
+        raw::add_info_section(ctx, None);
+        for (name, counter) in counters::ALL {
+            raw::add_info_field_long_long(ctx, name, counter.get());
+        }
+        if for_crash_report == 0 {
+            for (name, value) in gauges() {
+                raw::add_info_field_long_long(ctx, name, value);
+            }
+        }
+    });
+}
+
+fn gauges() -> [(&'static str, i64); 5] {
+    let (queued, queues, bytes) = waiters::gauges();
+    [
         ("waiters", to_i64(queued)),
         ("locks_with_waiters", to_i64(queues)),
+        ("waiters_memory", to_i64(bytes)),
         ("next_token", TOKENS.peek(token::now_us())),
         ("failover_delay_remaining", failover_delay_remaining()),
-    ];
-    let fields = counters::ALL
-        .iter()
-        .map(|(name, c)| (*name, c.get()))
-        .chain(gauges);
-    raw::add_info_section(ctx, None);
-    for (name, value) in fields {
-        raw::add_info_field_long_long(ctx, name, value);
-    }
+    ]
 }
 
 /// Milliseconds left of the failover delay (0: none).

@@ -7,8 +7,9 @@
 //!
 //! Layout, in layers whose imports only point down (top first; `tests/layering.rs` checks
 //! it):
-//! - `lib.rs` — this table: configs, init; `register.rs` hands the command table to Redis;
-//!   `events.rs` — keyspace events, `FLUSHDB`, role changes, the end of loading.
+//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init;
+//!   `register.rs` hands the command table to Redis; `events.rs` — keyspace events
+//!   (`RESTORE`, `MOVE`), `FLUSHDB`, `SWAPDB`, role changes, the end of loading.
 //! - `commands/` — `mod.rs`: the one table of every command (flags, arity, keys, docs);
 //!   one file per command: synopsis, args with a pure `parse`, and a thin `run`.
 //! - `info.rs` — the `INFO rlock` section; `dispatch.rs` — how Redis calls a command.
@@ -19,8 +20,9 @@
 //! - `waiters.rs` — the node's waiter registry; `store/` — the lock's hash, its TTL, and
 //!   the replication of every write; `publish.rs` — the release message; `persist.rs` —
 //!   the token counter in the RDB.
-//! - `node.rs` — clock, database, context flags; `ffi.rs` — module API pointers and
-//!   strings; `guard.rs` — panic containment; `config.rs` — the `rlock.*` configs.
+//! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
+//!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
+//!   containment; `config.rs` — the `rlock.*` configs.
 //! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
 //!   machine), `args.rs`, `error.rs` (every error text), `token.rs`, `channel.rs`,
 //!   `counters.rs`, `reply.rs`, `spec.rs`.
@@ -32,6 +34,7 @@
 // only users of the callbacks it names.
 #![cfg_attr(test, allow(dead_code))]
 
+mod apis;
 pub mod args;
 mod blocked;
 pub mod channel;
@@ -63,60 +66,104 @@ mod waiting;
 
 #[cfg(not(test))]
 mod module {
-    use redis_module::configuration::ConfigurationFlags;
-    use redis_module::{redis_module, Context, RedisString, Status};
+    use std::ffi::c_int;
+    use std::sync::atomic::AtomicI64;
+
+    use redis_module::configuration::{
+        register_enum_configuration, register_i64_configuration, ConfigurationFlags,
+    };
+    use redis_module::{raw, Context};
 
     use crate::config::{self, PublishMode};
     use crate::persist::TOKEN_AUX;
-    use crate::{commands, events, guard, register};
+    use crate::{apis, commands, events, guard, register};
 
-    fn init(ctx: &Context, args: &[RedisString]) -> Status {
-        if !args.is_empty() {
-            ctx.log_warning(
-                "rlock: the module takes no arguments; set rlock.* configs in redis.conf \
-                 (after the loadmodule line), as --rlock.<name> flags, or with CONFIG SET",
-            );
-            return Status::Err;
+    #[global_allocator]
+    static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
+
+    const OK: c_int = raw::REDISMODULE_OK as c_int;
+    const ERR: c_int = raw::REDISMODULE_ERR as c_int;
+
+    /// What Redis calls on `loadmodule`.
+    ///
+    /// # Safety
+    /// Redis passes its context and `argc` arguments.
+    #[no_mangle]
+    pub unsafe extern "C" fn RedisModule_OnLoad(
+        ctx: *mut raw::RedisModuleCtx,
+        _argv: *mut *mut raw::RedisModuleString,
+        argc: c_int,
+    ) -> c_int {
+        // Nothing may allocate before this: the allocator is Redis's, reached through the
+        // API that Init fills in.
+        let name = c"rlock".as_ptr();
+        let api = raw::REDISMODULE_APIVER_1 as c_int;
+        if unsafe { raw::Export_RedisModule_Init(ctx, name, 1, api) } == ERR {
+            return ERR;
         }
-        guard::install_panic_hook();
-        crate::info::register(ctx.ctx);
-        crate::store::signal_writes_explicitly(ctx.ctx);
-        let setup = register::register(ctx.ctx, &commands::COMMANDS)
-            .and_then(|()| events::subscribe(ctx.ctx));
-        match setup {
-            Ok(()) => Status::Ok,
-            Err(e) => {
-                ctx.log_warning(&format!("rlock: cannot load: {e}"));
-                Status::Err
+        guard::entry("loading", ERR, || match load(ctx, argc) {
+            Ok(()) => OK,
+            Err(why) => {
+                raw::redis_log(ctx, &format!("rlock: {why}"));
+                ERR
             }
-        }
+        })
     }
 
-    redis_module! {
-        name: "rlock",
-        version: 1,
-        allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-        data_types: [TOKEN_AUX],
-        init: init,
-        // Registered by `init` from `commands::COMMANDS`, with raw calls: no argument copies
-        // per call.
-        commands: [],
-        configurations: [
-            i64: [
-                ["default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS, ConfigurationFlags::DEFAULT, None],
-                ["token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP, ConfigurationFlags::DEFAULT, None],
-                ["failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS, ConfigurationFlags::DEFAULT, None],
-            ],
-            string: [
-                ["channel-prefix", &config::CHANNEL_PREFIX, config::DEFAULT_CHANNEL_PREFIX, ConfigurationFlags::DEFAULT, None],
-            ],
-            bool: [],
-            enum: [
-                ["publish", &config::PUBLISH, PublishMode::publish, ConfigurationFlags::DEFAULT, None],
-            ],
-            // redis-module 2.0.8 would apply module arguments without the configs' bounds:
-            // configs come from CONFIG SET, redis.conf lines and --rlock.* flags only.
-            module_args_as_configuration: false,
-        ]
+    /// Checks the server, then registers the data type, the configs, the `INFO` section,
+    /// the commands and the events.
+    fn load(ctx: *mut raw::RedisModuleCtx, argc: c_int) -> Result<(), String> {
+        if let Some(name) = apis::missing() {
+            return Err(format!(
+                "cannot load: this server lacks the module API function {name} (rlock needs Redis 7.0 or later, or Valkey)"
+            ));
+        }
+        if argc > 0 {
+            return Err(
+                "the module takes no arguments; set rlock.* configs in redis.conf \
+                 (after the loadmodule line), as --rlock.<name> flags, or with CONFIG SET"
+                    .to_owned(),
+            );
+        }
+        guard::install_panic_hook();
+        TOKEN_AUX
+            .create_data_type(ctx)
+            .map_err(|e| format!("cannot load: {e}"))?;
+        register_configs(ctx).map_err(|e| format!("cannot load: {e}"))?;
+        crate::info::register(ctx);
+        crate::store::signal_writes_explicitly(ctx);
+        register::register(ctx, &commands::COMMANDS)
+            .and_then(|()| events::subscribe(ctx))
+            .map_err(|e| format!("cannot load: {e}"))
+    }
+
+    /// The numeric configs: name, variable, default, min, max.
+    #[rustfmt::skip]
+    const NUMBERS: [(&str, &AtomicI64, i64, i64, i64); 5] = [
+        ("default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS),
+        ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP),
+        ("failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS),
+        ("max-waiters", &config::MAX_WAITERS, 0, 0, config::MAX_WAITERS_LIMIT),
+        ("max-waiters-per-key", &config::MAX_WAITERS_PER_KEY, 0, 0, config::MAX_WAITERS_LIMIT),
+    ];
+
+    /// Every `rlock.*` config, then Redis applies the values it was given for them
+    /// (`rlock.*` lines of redis.conf, `--rlock.*` flags).
+    fn register_configs(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+        let context = Context::new(ctx);
+        for (name, value, default, min, max) in NUMBERS {
+            let flags = ConfigurationFlags::DEFAULT;
+            register_i64_configuration(&context, name, value, default, min, max, flags, None);
+        }
+        if !config::register_channel_prefix(ctx) {
+            return Err("cannot register rlock.channel-prefix".to_owned());
+        }
+        let (default, flags) = (PublishMode::publish, ConfigurationFlags::DEFAULT);
+        register_enum_configuration(&context, "publish", &config::PUBLISH, default, flags, None);
+        let load_configs = unsafe { raw::RedisModule_LoadConfigs }.ok_or("no LoadConfigs")?;
+        if unsafe { load_configs(ctx) } == ERR {
+            return Err("a rlock.* config has a bad value".to_owned());
+        }
+        Ok(())
     }
 }

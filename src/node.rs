@@ -45,3 +45,13 @@ pub fn replayed_in_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
     let replayed = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
     flags & replayed != 0 && flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
 }
+
+/// The longest a module timer is armed for: ten years. Redis keeps a timer's due time in
+/// microseconds, so a period much longer than this overflows and fires at once.
+pub const MAX_TIMER_MS: i64 = 315_360_000_000;
+
+/// A timer period Redis can hold: `ms` clamped to `0..=MAX_TIMER_MS`. A lease check armed
+/// for a deadline further away comes back after ten years and arms again.
+pub fn timer_period(ms: i64) -> i64 {
+    ms.clamp(0, MAX_TIMER_MS)
+}

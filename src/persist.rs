@@ -6,16 +6,20 @@
 //! `token.rs` covers the rest.
 //!
 //! The module registers a data type only for this field: no key ever has that type.
+//!
+//! On servers with `aux_save2` (Redis 7.2+, Valkey) the field is written only while the
+//! counter is ahead of the wall clock, the one case the clock floor does not cover; so an
+//! RDB saved at any other time loads into a server without the module. Redis 7.0 writes
+//! the field in every RDB (`aux_save`), and such a file needs the module to load.
 
 use std::ffi::{c_int, c_void};
 
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
-use crate::args::strict_i64;
-use crate::ffi::OwnedString;
-use crate::store::token_field;
-use crate::token::TOKENS;
+use crate::guard;
+use crate::store::learn_token_of;
+use crate::token::{self, TOKENS};
 
 /// Version of the auxiliary field's encoding.
 const ENCODING_VERSION: i32 = 0;
@@ -25,8 +29,8 @@ pub static TOKEN_AUX: RedisType = RedisType::new(
     "rlock-tok",
     ENCODING_VERSION,
     raw::RedisModuleTypeMethods {
-        // Version 4 is the last that Redis 7.0 knows; later fields stay unused there.
-        version: 4,
+        // Version 5 brought `aux_save2`, which Redis 7.0 does not read: it calls `aux_save`.
+        version: 5,
         rdb_load: None,
         rdb_save: None,
         aof_rewrite: None,
@@ -35,7 +39,7 @@ pub static TOKEN_AUX: RedisType = RedisType::new(
         digest: None,
         aux_load: Some(aux_load),
         aux_save: Some(aux_save),
-        aux_save2: None,
+        aux_save2: Some(aux_save_when_needed),
         aux_save_triggers: raw::REDISMODULE_AUX_AFTER_RDB as c_int,
         free_effort: None,
         unlink: None,
@@ -49,25 +53,47 @@ pub static TOKEN_AUX: RedisType = RedisType::new(
 );
 
 unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, when: c_int) {
-    if when == raw::REDISMODULE_AUX_AFTER_RDB as c_int {
-        raw::save_signed(rdb, TOKENS.last());
-    }
+    guard::entry("saving the token counter", (), || {
+        if when == raw::REDISMODULE_AUX_AFTER_RDB as c_int {
+            raw::save_signed(rdb, TOKENS.last());
+        }
+    });
+}
+
+/// `aux_save2`: writing nothing leaves no trace of the module in the RDB.
+unsafe extern "C" fn aux_save_when_needed(rdb: *mut raw::RedisModuleIO, when: c_int) {
+    guard::entry("saving the token counter", (), || {
+        if when == raw::REDISMODULE_AUX_AFTER_RDB as c_int && counter_needed(token::now_us()) {
+            raw::save_signed(rdb, TOKENS.last());
+        }
+    });
+}
+
+/// Whether the counter must be saved: it is at or ahead of the clock floor `now_us`.
+fn counter_needed(now_us: i64) -> bool {
+    TOKENS.last() >= now_us
 }
 
 unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when: c_int) -> c_int {
-    if encver != ENCODING_VERSION || when != raw::REDISMODULE_AUX_AFTER_RDB as c_int {
-        return raw::REDISMODULE_ERR as c_int;
-    }
-    match raw::load_signed(rdb) {
-        Ok(last) => {
-            TOKENS.observe(last);
-            raw::REDISMODULE_OK as c_int
+    let err = raw::REDISMODULE_ERR as c_int;
+    guard::entry("loading the token counter", err, || {
+        if encver != ENCODING_VERSION || when != raw::REDISMODULE_AUX_AFTER_RDB as c_int {
+            return err;
         }
-        Err(_) => raw::REDISMODULE_ERR as c_int,
-    }
+        match raw::load_signed(rdb) {
+            Ok(last) => {
+                TOKENS.observe_issued(last);
+                raw::REDISMODULE_OK as c_int
+            }
+            Err(_) => err,
+        }
+    })
 }
 
-unsafe extern "C" fn free_nothing(_value: *mut c_void) {}
+unsafe extern "C" fn free_nothing(_value: *mut c_void) {
+    // No key ever has this type: Redis never has a value of it to free.
+    guard::entry("freeing a value", (), || {});
+}
 
 /// Learns the token of every lock in every database (after an AOF load).
 pub fn learn_tokens_from_keyspace(ctx: *mut raw::RedisModuleCtx) {
@@ -95,29 +121,12 @@ pub fn learn_tokens_from_keyspace(ctx: *mut raw::RedisModuleCtx) {
 
 unsafe extern "C" fn observe_key(
     ctx: *mut raw::RedisModuleCtx,
-    _name: *mut raw::RedisModuleString,
+    name: *mut raw::RedisModuleString,
     key: *mut raw::RedisModuleKey,
     _privdata: *mut c_void,
 ) {
-    let (Some(key_type), Some(hash_get), Ok(field)) = (
-        unsafe { raw::RedisModule_KeyType },
-        unsafe { raw::RedisModule_HashGet },
-        token_field(),
-    ) else {
-        return;
-    };
-    if key.is_null() || unsafe { key_type(key) } as isize != raw::REDISMODULE_KEYTYPE_HASH {
-        return;
-    }
-    let mut value: *mut raw::RedisModuleString = std::ptr::null_mut();
-    let none = raw::REDISMODULE_HASH_NONE as c_int;
-    let end = std::ptr::null_mut::<raw::RedisModuleString>();
-    unsafe { hash_get(key, none, field, &mut value as *mut _, end) };
-    if value.is_null() {
-        return;
-    }
-    let value = OwnedString::adopt(ctx, value);
-    if let Some(token) = strict_i64(value.bytes()).filter(|t| *t >= 0) {
-        TOKENS.observe(token);
-    }
+    // Only a hash of the lock's shape, with a token within bounds, teaches the counter.
+    guard::callback("learning a token after an AOF load", || {
+        learn_token_of(ctx, name, key)
+    });
 }

@@ -1,7 +1,9 @@
 //! Hands the command table to Redis: each command is created with its flags and key
 //! positions, then given its key spec and `COMMAND DOCS` (summary, since, complexity,
-//! arity, arguments) through `RedisModule_SetCommandInfo`, which Redis 7.0 added; on an
-//! older server the commands work without docs.
+//! arity, arguments) through `RedisModule_SetCommandInfo`, which Redis 7.0 added, and, on
+//! Redis 7.2+ (where `RedisModule_SetCommandACLCategories` exists), its ACL categories:
+//! `@hash` for every command (a lock is a hash), `@dangerous` for `LOCK.FORCERELEASE` and
+//! `LOCK.APPLY`.
 
 use std::ffi::{c_int, CStr};
 use std::mem::{size_of, zeroed};
@@ -34,10 +36,21 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, table: &[CommandSpec]) -> Result<
             return Err(LockError::MissingApi("RedisModule_CreateCommand"));
         }
     }
-    if unsafe { raw::RedisModule_SetCommandInfo }.is_none() {
-        return Ok(());
+    table.iter().try_for_each(|spec| set_info(ctx, spec))?;
+    // Redis 7.2+: the categories of the table, on top of those the flags imply.
+    if let Some(set_categories) = unsafe { raw::RedisModule_SetCommandACLCategories } {
+        let get_command = api!(RedisModule_GetCommand);
+        for spec in table {
+            let command = unsafe { get_command(ctx, spec.name.as_ptr()) };
+            let set = !command.is_null()
+                && unsafe { set_categories(command, spec.categories.as_ptr()) }
+                    == raw::REDISMODULE_OK as c_int;
+            if !set {
+                return Err(LockError::MissingApi("RedisModule_SetCommandACLCategories"));
+            }
+        }
     }
-    table.iter().try_for_each(|spec| set_info(ctx, spec))
+    Ok(())
 }
 
 fn set_info(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), LockError> {

@@ -61,6 +61,8 @@ pub struct Registry<C> {
     index: HashMap<C, (Db, Vec<u8>)>,
     /// Clients handed a lock whose reply has not gone out yet.
     handed: HashMap<C, Grant>,
+    /// An estimate of the bytes the queued waiters take.
+    bytes: usize,
 }
 
 impl<C> Default for Registry<C> {
@@ -69,13 +71,24 @@ impl<C> Default for Registry<C> {
             dbs: HashMap::new(),
             index: HashMap::new(),
             handed: HashMap::new(),
+            bytes: 0,
         }
     }
+}
+
+/// What one queued waiter costs, roughly: its entry in a queue with its owner id, and its
+/// entry in the index with a copy of the key.
+fn cost<C>(key: &[u8], waiter: &Waiter<C>) -> usize {
+    std::mem::size_of::<Waiter<C>>()
+        + waiter.owner.len()
+        + std::mem::size_of::<(C, (Db, Vec<u8>))>()
+        + key.len()
 }
 
 impl<C: Copy + Eq + Hash> Registry<C> {
     /// Queues a client at the end of the queue of `key`.
     pub fn enqueue(&mut self, db: Db, key: &[u8], waiter: Waiter<C>) {
+        self.bytes += cost(key, &waiter);
         self.index.insert(waiter.client, (db, key.to_vec()));
         let queue = self.dbs.entry(db).or_default();
         queue
@@ -88,6 +101,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
     /// Takes the first waiter of `key` out of its queue.
     pub fn pop_first(&mut self, db: Db, key: &[u8]) -> Option<Waiter<C>> {
         let waiter = self.queue_mut(db, key)?.waiters.pop_front()?;
+        self.bytes = self.bytes.saturating_sub(cost(key, &waiter));
         self.index.remove(&waiter.client);
         self.drop_if_empty(db, key);
         Some(waiter)
@@ -102,6 +116,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .iter()
             .position(|w| w.client == client && id.is_none_or(|id| w.id == id))?;
         let waiter = queue.waiters.remove(at)?;
+        self.bytes = self.bytes.saturating_sub(cost(&key, &waiter));
         self.index.remove(&client);
         self.drop_if_empty(db, &key);
         Some(waiter)
@@ -115,6 +130,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .flat_map(|(_, queues)| queues.into_values().flat_map(|q| q.waiters))
             .collect();
         self.index.clear();
+        self.bytes = 0;
         all
     }
 
@@ -152,6 +168,11 @@ impl<C: Copy + Eq + Hash> Registry<C> {
     /// Clients queued anywhere.
     pub fn waiting(&self) -> usize {
         self.index.len()
+    }
+
+    /// An estimate of the bytes the queued waiters take.
+    pub fn memory(&self) -> usize {
+        self.bytes
     }
 
     /// Locks that have a queue.
@@ -246,7 +267,21 @@ mod tests {
             .map(|w| w.client)
             .collect();
         assert_eq!(served, [1, 2, 3]);
-        assert_eq!((r.waiting(), r.queues()), (0, 0));
+        assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
+    }
+
+    #[test]
+    fn memory_follows_the_waiters_in_and_out() {
+        let mut r = Registry::default();
+        r.enqueue(0, b"k", waiter(1, 1));
+        let one = r.memory();
+        assert!(one > b"owner-1".len() + 1, "{one}");
+        r.enqueue(0, &[b'x'; 1000], waiter(2, 2));
+        assert!(r.memory() >= one + 1000);
+        assert!(r.take(2, None).is_some());
+        assert_eq!(r.memory(), one);
+        r.take_all();
+        assert_eq!(r.memory(), 0);
     }
 
     #[test]

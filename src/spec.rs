@@ -50,6 +50,8 @@ pub struct CommandSpec {
     /// Redis's arity: the exact count of arguments with the name, or minus the minimum.
     pub arity: c_int,
     pub keys: KeyAccess,
+    /// ACL categories beyond those its flags imply (set on Redis 7.2+, where the API is).
+    pub categories: &'static CStr,
     pub summary: &'static CStr,
     pub args: &'static [ArgDoc],
     pub call: CommandFn,

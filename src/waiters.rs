@@ -47,9 +47,14 @@ pub fn any() -> bool {
     QUEUED.load(Ordering::Relaxed) > 0
 }
 
-/// (queued clients, locks with a queue).
-pub fn gauges() -> (usize, usize) {
-    with(|r| (r.waiting(), r.queues()))
+/// How many clients are queued on the node.
+pub fn count() -> usize {
+    QUEUED.load(Ordering::Relaxed)
+}
+
+/// (queued clients, locks with a queue, an estimate of the bytes the queues take).
+pub fn gauges() -> (usize, usize, usize) {
+    with(|r| (r.waiting(), r.queues(), r.memory()))
 }
 
 /// Number of clients queued on a lock.

@@ -13,7 +13,7 @@ use crate::lock::{self, ReleaseStep};
 use crate::registry::{Db, Grant};
 use crate::store::{LockKey, Mode, Name, Replicate};
 use crate::waiters::{self, id_of, Bc, Waiter};
-use crate::{blocked, expiry, guard, handoff, node};
+use crate::{blocked, config, counters, expiry, guard, handoff, node};
 
 /// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
 /// will hold the lock with a lease of `lease_ms`.
@@ -25,6 +25,7 @@ pub fn wait(
     lease_ms: i64,
     wait_ms: i64,
 ) -> Result<(), LockError> {
+    admit(db, key.name())?;
     let blocked = blocked::block(ctx, wait_ms, forget_disconnected)?;
     let waiter = Waiter {
         id: blocked.id,
@@ -44,6 +45,20 @@ pub fn wait(
     };
     if let Some(at) = lease_end.or_else(|| gate::fenced_until(now)) {
         expiry::arm(ctx, db, key.name(), at);
+    }
+    Ok(())
+}
+
+/// Refuses a new waiter past `rlock.max-waiters` (on the node) or
+/// `rlock.max-waiters-per-key` (on this lock); 0 means no limit.
+fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
+    let (total, per_key) = (config::max_waiters(), config::max_waiters_per_key());
+    if total > 0 && waiters::count() >= usize::try_from(total).unwrap_or(usize::MAX) {
+        return Err(LockError::TooManyWaiters(total));
+    }
+    if per_key > 0 && waiters::queue_len(db, key) >= usize::try_from(per_key).unwrap_or(usize::MAX)
+    {
+        return Err(LockError::TooManyWaitersForKey(per_key));
     }
     Ok(())
 }
@@ -69,7 +84,8 @@ fn schedule_revoke(
 ) -> Result<(), LockError> {
     let create_timer = api!(RedisModule_CreateTimer);
     let data = Box::into_raw(Box::new(grant));
-    unsafe { create_timer(ctx, delay_ms, Some(revoke), data.cast::<c_void>()) };
+    let period = node::timer_period(delay_ms);
+    unsafe { create_timer(ctx, period, Some(revoke), data.cast::<c_void>()) };
     Ok(())
 }
 
@@ -101,13 +117,14 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
     match lock::release(Some(&holding), &grant.owner) {
         ReleaseStep::Remaining(count) => {
             let owner = OwnedString::new(ctx, &grant.owner)?;
-            key.write_count(&Name::of(&owner), count)
+            key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
             let handed = handoff::end_holding(ctx, &key, Replicate::Del)?;
             expiry::handed(ctx, key.name(), handed);
-            Ok(())
         }
-        ReleaseStep::NotHeld => Ok(()),
+        ReleaseStep::NotHeld => return Ok(()),
     }
+    counters::REVOKED_GRANTS.bump();
+    Ok(())
 }

@@ -10,12 +10,14 @@ use support::{
     error_text, expect_error, field, info, int, module_path, pairs, pttl, raw, text_of, Server,
 };
 
-const CONFIGS: [(&str, &str); 5] = [
+const CONFIGS: [(&str, &str); 7] = [
     ("rlock.default-lease", "30000"),
     ("rlock.channel-prefix", "redisson_lock__channel"),
     ("rlock.publish", "publish"),
     ("rlock.token-gap", "1048576"),
     ("rlock.failover-delay", "30000"),
+    ("rlock.max-waiters", "0"),
+    ("rlock.max-waiters-per-key", "0"),
 ];
 
 const COMMANDS: [&str; 5] = [
@@ -95,6 +97,8 @@ fn bad_config_values_are_refused_and_the_old_value_kept() {
         ("rlock.publish", ""),
         ("rlock.token-gap", "abc"),
         ("rlock.token-gap", "-1"),
+        ("rlock.max-waiters", "-1"),
+        ("rlock.max-waiters-per-key", "abc"),
     ];
     for (name, value) in bad {
         let reply = config_set(&mut con, name, value);
@@ -206,7 +210,7 @@ fn module_arguments_are_refused_rather_than_applied_unchecked() {
 
 // ---------------------------------------------------------------- INFO rlock
 
-const COUNTERS: [&str; 8] = [
+const COUNTERS: [&str; 12] = [
     "rlock_acquired",
     "rlock_reentered",
     "rlock_released",
@@ -215,11 +219,16 @@ const COUNTERS: [&str; 8] = [
     "rlock_expiry_handoffs",
     "rlock_wait_timeouts",
     "rlock_not_held_errors",
+    "rlock_renewals_lost",
+    "rlock_contended",
+    "rlock_force_releases",
+    "rlock_revoked_grants",
 ];
 
-const GAUGES: [&str; 4] = [
+const GAUGES: [&str; 5] = [
     "rlock_waiters",
     "rlock_locks_with_waiters",
+    "rlock_waiters_memory",
     "rlock_next_token",
     "rlock_failover_delay_remaining",
 ];
@@ -246,7 +255,7 @@ fn info_rlock_has_every_field_starting_at_zero() {
     let server = Server::start();
     let mut con = server.conn();
     let fields = rlock_info(&mut con);
-    for name in COUNTERS.iter().chain(&GAUGES[..2]) {
+    for name in COUNTERS.iter().chain(&GAUGES[..3]) {
         assert_eq!(fields[*name], 0, "{name}");
     }
     assert!(fields["rlock_next_token"] > 0);

@@ -45,7 +45,7 @@ impl Durable {
     }
 
     fn spawn(&mut self) {
-        let child = Command::new("redis-server")
+        let child = Command::new(support::server_binary())
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
             .arg(&self.dir)

@@ -23,8 +23,9 @@ const LAYERS: Layers = &[
     (
         "redis primitives",
         &[
-            &["ffi", "config", "cluster"],
+            &["ffi", "apis", "cluster"],
             &["guard", "node", "register"],
+            &["config"],
             &["gate"],
         ],
     ),

@@ -48,7 +48,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let deadline_ms = now.saturating_add(lease);
     let (holds, token, over, counter) = match lock::acquire(current.as_ref(), parsed.owner) {
         AcquireStep::Fresh if !fenced => {
-            (1, TOKENS.issue(now_us), Over::Nothing, &counters::ACQUIRED)
+            let token = TOKENS
+                .issue(now_us)
+                .map_err(|_| LockError::TokensExhausted)?;
+            (1, token, Over::Nothing, &counters::ACQUIRED)
         }
         AcquireStep::Reenter { count, token } => (count, token, Over::Itself, &counters::REENTERED),
         // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
@@ -57,7 +60,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
                 waiting::wait(ctx, db, &key, parsed.owner, lease, wait)?;
                 return Ok(Reply::Sent);
             }
-            _ => return Ok(Reply::Nil),
+            _ => {
+                counters::CONTENDED.bump();
+                return Ok(Reply::Nil);
+            }
         },
         AcquireStep::CountOverflow => return Err(LockError::CountOverflow),
     };

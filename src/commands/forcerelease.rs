@@ -6,7 +6,7 @@ use crate::dispatch::Args;
 use crate::error::LockError;
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode, Replicate};
-use crate::{expiry, handoff};
+use crate::{counters, expiry, handoff};
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -24,5 +24,6 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     }
     let handed = handoff::end_holding(ctx, &key, Replicate::Del)?;
     expiry::handed(ctx, key.name(), handed);
+    counters::FORCE_RELEASES.bump();
     Ok(Reply::Integer(1))
 }

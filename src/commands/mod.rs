@@ -16,6 +16,7 @@ use std::ffi::c_int;
 use redis_module::raw;
 
 use crate::dispatch::dispatch;
+use crate::guard;
 use crate::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
 
 /// The C function of a command whose body is `$module::run`.
@@ -27,7 +28,10 @@ macro_rules! call {
             argc: c_int,
         ) -> c_int {
             // Redis passes argc live strings in argv.
-            unsafe { dispatch(ctx, argv, argc, $label, $module::run) }
+            let ok = raw::REDISMODULE_OK as c_int;
+            guard::entry($label, ok, || unsafe {
+                dispatch(ctx, argv, argc, $label, $module::run)
+            })
         }
         call
     }};
@@ -41,6 +45,7 @@ pub const COMMANDS: [CommandSpec; 6] = [
         flags: c"write deny-oom blocking",
         arity: -3,
         keys: KeyAccess::Write,
+        categories: c"hash",
         summary: c"Acquires or reenters a lock; optionally waits in a FIFO queue. Returns the fencing token, or nil.",
         args: &[KEY, OWNER, LEASE, WAIT],
         call: call!("LOCK.ACQUIRE", acquire),
@@ -51,6 +56,7 @@ pub const COMMANDS: [CommandSpec; 6] = [
         flags: c"write fast",
         arity: -3,
         keys: KeyAccess::Write,
+        categories: c"hash",
         summary: c"Releases one hold of a lock; at zero hands it to the next waiter or frees it. Returns the holds remaining.",
         args: &[KEY, OWNER, FENCE],
         call: call!("LOCK.RELEASE", release),
@@ -61,6 +67,7 @@ pub const COMMANDS: [CommandSpec; 6] = [
         flags: c"write fast",
         arity: -3,
         keys: KeyAccess::Write,
+        categories: c"hash",
         summary: c"Resets the lease of a lock held by owner. Returns 1, or 0 if owner does not hold it.",
         args: &[KEY, OWNER, LEASE, FENCE],
         call: call!("LOCK.RENEW", renew),
@@ -71,6 +78,7 @@ pub const COMMANDS: [CommandSpec; 6] = [
         flags: c"readonly fast",
         arity: 2,
         keys: KeyAccess::Read,
+        categories: c"hash",
         summary: c"Returns the owner, holds, ttl, token and waiters of a lock, or nil.",
         args: &[KEY],
         call: call!("LOCK.INFO", info),
@@ -81,6 +89,7 @@ pub const COMMANDS: [CommandSpec; 6] = [
         flags: c"write fast",
         arity: 2,
         keys: KeyAccess::Write,
+        categories: c"hash dangerous",
         summary: c"Removes a lock whoever holds it, then hands it off or publishes the release. Returns 1 or 0.",
         args: &[KEY],
         call: call!("LOCK.FORCERELEASE", forcerelease),
@@ -91,6 +100,7 @@ pub const COMMANDS: [CommandSpec; 6] = [
         flags: c"write fast",
         arity: 6,
         keys: KeyAccess::Write,
+        categories: c"hash dangerous",
         summary: c"How a master replicates a new or reentered holding; runs only from the replication stream or an AOF.",
         args: &[KEY, OWNER, HOLDS, TOKEN, AT],
         call: call!("LOCK.APPLY", apply),

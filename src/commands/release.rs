@@ -4,7 +4,7 @@ use redis_module::raw;
 
 use crate::args;
 use crate::dispatch::Args;
-use crate::error::{LockError, Opt};
+use crate::error::{self, LockError, Opt};
 use crate::lock::{self, ReleaseStep};
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode, Replicate};
@@ -54,7 +54,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         ReleaseStep::NotHeld => {
             counters::NOT_HELD_ERRORS.bump();
             Err(LockError::NotHeld {
-                key: key.name().to_vec(),
+                key: error::clip(key.name()),
                 owner: owner.to_vec(),
             })
         }

@@ -48,7 +48,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             counters::RENEWED.bump();
             Ok(Reply::Integer(1))
         }
-        _ => Ok(Reply::Integer(0)),
+        _ => {
+            counters::RENEWALS_LOST.bump();
+            Ok(Reply::Integer(0))
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! tell the lease timers when a deadline moves).
 
 use std::ffi::{c_int, c_void};
+use std::mem::ManuallyDrop;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
@@ -12,6 +13,7 @@ use crate::args::strict_i64;
 use crate::error::LockError;
 use crate::ffi::{api, kept, OwnedString};
 use crate::lock::{Holding, TOKEN_FIELD};
+use crate::token::TOKENS;
 
 mod write;
 
@@ -81,7 +83,17 @@ impl LockKey {
     }
 
     /// Reads the lock: `None` when the key does not exist, an error when it is not a lock.
+    /// The token counter learns the token of every lock read (one that came by `RESTORE`
+    /// or from a node whose counter was ahead), so no fresh holding ever gets a lower one.
     pub fn read(&self) -> Result<Option<Holding>, LockError> {
+        let holding = self.read_fields()?;
+        if let Some(h) = &holding {
+            TOKENS.learn(h.token);
+        }
+        Ok(holding)
+    }
+
+    fn read_fields(&self) -> Result<Option<Holding>, LockError> {
         let key_type = api!(RedisModule_KeyType);
         let value_length = api!(RedisModule_ValueLength);
         if self.key.is_null() {
@@ -142,11 +154,14 @@ impl LockKey {
             _ => None,
         };
         match holding {
-            Some((count, token)) => Ok(Some(Holding {
-                owner: owner.bytes.to_vec(),
-                count,
-                token,
-            })),
+            Some((count, token)) => {
+                TOKENS.learn(token);
+                Ok(Some(Holding {
+                    owner: owner.bytes.to_vec(),
+                    count,
+                    token,
+                }))
+            }
             // Not held by `owner`, or not a lock: the full read says which.
             None => self.read(),
         }
@@ -216,6 +231,33 @@ impl<'a> Name<'a> {
     }
 }
 
+/// Teaches the token counter the token of the lock at `name`, if it is a lock (after a
+/// `RESTORE` put it there).
+pub fn learn_token(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+) -> Result<(), LockError> {
+    learned(LockKey::open(ctx, name, Mode::Read)?.read())
+}
+
+/// [`learn_token`] through a key Redis opened (a keyspace scan's): it stays open.
+pub fn learn_token_of(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: *mut raw::RedisModuleKey,
+) -> Result<(), LockError> {
+    let key = ManuallyDrop::new(LockKey { ctx, key, name });
+    learned(key.read())
+}
+
+/// A key that is not a lock teaches nothing, and is no error.
+fn learned(read: Result<Option<Holding>, LockError>) -> Result<(), LockError> {
+    match read {
+        Err(LockError::MissingApi(api)) => Err(LockError::MissingApi(api)),
+        _ => Ok(()),
+    }
+}
+
 /// The `@token` field name.
 pub fn token_field() -> Result<*mut raw::RedisModuleString, LockError> {
     static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
@@ -228,9 +270,11 @@ unsafe extern "C" fn collect_field(
     value: *mut raw::RedisModuleString,
     privdata: *mut c_void,
 ) {
-    // Runs inside ScanKey, called from `scan_fields` with a live `Vec` behind privdata.
-    let fields = unsafe { &mut *privdata.cast::<Fields>() };
-    let field = redis_module::RedisString::string_as_slice(field).to_vec();
-    let value = redis_module::RedisString::string_as_slice(value).to_vec();
-    fields.push((field, value));
+    crate::guard::entry("reading a lock's fields", (), || {
+        // Runs inside ScanKey, called from `scan_fields` with a live `Vec` behind privdata.
+        let fields = unsafe { &mut *privdata.cast::<Fields>() };
+        let field = redis_module::RedisString::string_as_slice(field).to_vec();
+        let value = redis_module::RedisString::string_as_slice(value).to_vec();
+        fields.push((field, value));
+    });
 }

@@ -33,11 +33,15 @@ pub const NOT_A_LOCK: &str = "WRONGTYPE key is not a lock";
 /// The default release channel prefix.
 pub const DEFAULT_PREFIX: &str = "redisson_lock__channel";
 
-/// The module under test: `$RLOCK_MODULE`, else the release build of this workspace.
+/// The module under test: `$RLOCK_MODULE`, else the release build of this workspace (in
+/// `$CARGO_TARGET_DIR` when that is set).
 pub fn module_path() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
     let path = match std::env::var_os("RLOCK_MODULE") {
         Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/librlock.so"),
+        None => std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
+            .join("release/librlock.so"),
     };
     assert!(
         path.is_file(),
@@ -46,6 +50,11 @@ pub fn module_path() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The server to run: `$RLOCK_SERVER` (e.g. a `valkey-server`), else `redis-server` on PATH.
+pub fn server_binary() -> PathBuf {
+    std::env::var_os("RLOCK_SERVER").map_or_else(|| PathBuf::from("redis-server"), PathBuf::from)
 }
 
 /// A free TCP port on 127.0.0.1, found by binding port 0.
@@ -146,7 +155,7 @@ impl Builder {
     fn spawn(&self, module: &Path) -> Server {
         let port = free_port();
         let dir = temp_dir();
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = Command::new(server_binary());
         if let Some(text) = &self.conf {
             let conf = dir.join("redis.conf");
             fs::write(&conf, text).expect("write redis.conf");
@@ -172,7 +181,10 @@ impl Builder {
             Ok(child) => child,
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 let _ = fs::remove_dir_all(&dir);
-                panic!("redis-server not found on PATH: apt-get install -y redis-server");
+                panic!(
+                    "{} not found: apt-get install -y redis-server, or set RLOCK_SERVER",
+                    server_binary().display()
+                );
             }
             Err(e) => panic!("cannot spawn redis-server: {e}"),
         };

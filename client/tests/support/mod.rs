@@ -35,12 +35,21 @@ pub struct Server {
     dir: PathBuf,
 }
 
-/// The module to load: `$RLOCK_MODULE`, or the workspace's release build.
+/// The module to load: `$RLOCK_MODULE`, or the workspace's release build (in
+/// `$CARGO_TARGET_DIR` when that is set).
 pub fn module_path() -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     match std::env::var_os("RLOCK_MODULE") {
         Some(path) => PathBuf::from(path),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/librlock.so"),
+        None => std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| workspace.join("target"), |dir| workspace.join(dir))
+            .join("release/librlock.so"),
     }
+}
+
+/// The server to run: `$RLOCK_SERVER` (e.g. a `valkey-server`), or Redis from apt.
+fn server_binary() -> PathBuf {
+    std::env::var_os("RLOCK_SERVER").map_or_else(|| PathBuf::from(REDIS_SERVER), PathBuf::from)
 }
 
 /// The module's path, which must exist.
@@ -97,11 +106,12 @@ impl Server {
 
     fn spawn_at(port: u16, dir: PathBuf, extra: &[&str]) -> Server {
         assert!(
-            Path::new(REDIS_SERVER).exists(),
-            "{REDIS_SERVER} is missing: install it with `apt-get install redis-server`"
+            server_binary().exists(),
+            "{} is missing: install redis-server with `apt-get install redis-server`, or set RLOCK_SERVER",
+            server_binary().display()
         );
         let log = std::fs::File::create(dir.join("server.log")).expect("create log");
-        let child = Command::new(REDIS_SERVER)
+        let child = Command::new(server_binary())
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
@@ -111,7 +121,7 @@ impl Server {
             .stdout(log.try_clone().expect("log handle"))
             .stderr(log)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {REDIS_SERVER}: {e}"));
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", server_binary().display()));
         let mut server = Server {
             child: Some(child),
             port,
