@@ -1,0 +1,139 @@
+//! Unit tests of `error.rs`.
+
+use super::*;
+
+fn text(e: LockError) -> String {
+    e.to_string()
+}
+
+#[test]
+fn option_errors_name_the_argument() {
+    assert_eq!(
+        text(LockError::NotAnInteger(Opt::Lease)),
+        "ERR LEASE is not an integer or out of range"
+    );
+    assert_eq!(
+        text(LockError::NotAnInteger(Opt::Wait)),
+        "ERR WAIT is not an integer or out of range"
+    );
+    assert_eq!(
+        text(LockError::MissingValue(Opt::Wait)),
+        "ERR WAIT needs a value in milliseconds"
+    );
+    assert_eq!(
+        text(LockError::LeaseNotPositive),
+        "ERR LEASE must be a positive integer"
+    );
+    assert_eq!(
+        text(LockError::WaitNegative),
+        "ERR WAIT must not be negative"
+    );
+    assert_eq!(
+        text(LockError::TooLarge(Opt::Lease)),
+        "ERR LEASE is too large"
+    );
+    assert_eq!(
+        text(LockError::Duplicate(Opt::Lease)),
+        "ERR LEASE is given more than once"
+    );
+}
+
+#[test]
+fn token_errors_name_the_argument() {
+    assert_eq!(
+        text(LockError::MissingValue(Opt::Token)),
+        "ERR TOKEN needs a value"
+    );
+    assert_eq!(
+        text(LockError::NotAnInteger(Opt::Token)),
+        "ERR TOKEN is not an integer or out of range"
+    );
+    assert_eq!(
+        text(LockError::TokenNegative),
+        "ERR TOKEN must not be negative"
+    );
+}
+
+#[test]
+fn unknown_option_is_echoed_safely() {
+    let e = LockError::UnknownOption {
+        given: b"FOO\r\n".to_vec(),
+        expected: "LEASE or WAIT",
+    };
+    assert_eq!(
+        text(e),
+        "ERR unknown option 'FOO\\x0d\\x0a', expected LEASE or WAIT"
+    );
+}
+
+#[test]
+fn owner_errors_start_with_invalid_owner() {
+    for p in [
+        OwnerProblem::Empty,
+        OwnerProblem::TooLong,
+        OwnerProblem::Reserved,
+    ] {
+        assert!(text(LockError::InvalidOwner(p)).starts_with("ERR invalid owner: "));
+    }
+}
+
+#[test]
+fn wrongtype_texts_match_the_spec() {
+    assert_eq!(
+        text(LockError::WrongType),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    assert_eq!(text(LockError::NotALock), "WRONGTYPE key is not a lock");
+}
+
+#[test]
+fn apply_errors_say_what_the_command_is_for() {
+    assert_eq!(
+        text(LockError::ApplyFromClient),
+        "ERR LOCK.APPLY only replays a master's writes (replication stream or AOF)"
+    );
+    assert!(text(LockError::BadApply).starts_with("ERR LOCK.APPLY needs "));
+}
+
+#[test]
+fn notheld_names_key_and_owner() {
+    let e = LockError::NotHeld {
+        key: b"lock:1".to_vec(),
+        owner: b"me\0".to_vec(),
+    };
+    assert_eq!(text(e), "NOTHELD lock 'lock:1' is not held by 'me\\x00'");
+}
+
+#[test]
+fn echoed_bytes_are_cut_at_128_with_an_ellipsis() {
+    let key = vec![b'k'; 1 << 20];
+    let e = LockError::NotHeld {
+        key: clip(&key),
+        owner: b"me".to_vec(),
+    };
+    let expected = format!("NOTHELD lock '{}...' is not held by 'me'", "k".repeat(128));
+    assert_eq!(text(e), expected);
+    assert_eq!(printable(&[b'k'; 128]), "k".repeat(128));
+    assert_eq!(printable(&[0u8; 200]).len(), 128 * 4 + 3);
+}
+
+#[test]
+fn resource_errors_name_their_config() {
+    assert_eq!(
+        text(LockError::TooManyWaiters(10)),
+        "ERR too many waiters: rlock.max-waiters (10) clients wait on this node"
+    );
+    assert_eq!(
+        text(LockError::TooManyWaitersForKey(2)),
+        "ERR too many waiters for this lock: rlock.max-waiters-per-key (2) clients wait for it"
+    );
+    assert_eq!(
+        text(LockError::TokensExhausted),
+        "ERR fencing tokens are exhausted on this node: the counter is at its maximum"
+    );
+}
+
+#[test]
+fn printable_escapes_backslash_and_high_bytes() {
+    assert_eq!(printable(b"a\\b\xff"), "a\\x5cb\\xff");
+}

@@ -1,0 +1,129 @@
+//! Unit tests of `registry.rs`.
+
+use super::*;
+
+fn waiter(client: usize, id: u64) -> Waiter<usize> {
+    Waiter {
+        id,
+        client,
+        owner: format!("owner-{client}").into_bytes(),
+        lease_ms: 1000,
+        deadline_timer: None,
+    }
+}
+
+fn grant(token: i64) -> Grant {
+    Grant {
+        db: 0,
+        key: b"k".to_vec(),
+        owner: b"o".to_vec(),
+        token,
+    }
+}
+
+#[test]
+fn waiters_are_served_in_the_order_they_came() {
+    let mut r = Registry::default();
+    for c in 1..=3 {
+        r.enqueue(0, b"k", waiter(c, c as u64));
+    }
+    let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"k"))
+        .map(|w| w.client)
+        .collect();
+    assert_eq!(served, [1, 2, 3]);
+    assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
+}
+
+#[test]
+fn memory_follows_the_waiters_in_and_out() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"k", waiter(1, 1));
+    let one = r.memory();
+    assert!(one > b"owner-1".len() + 1, "{one}");
+    r.enqueue(0, &[b'x'; 1000], waiter(2, 2));
+    assert!(r.memory() >= one + 1000);
+    assert!(r.take(2, None).is_some());
+    assert_eq!(r.memory(), one);
+    r.take_all();
+    assert_eq!(r.memory(), 0);
+}
+
+#[test]
+fn queues_of_other_keys_and_dbs_are_separate() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"a", waiter(1, 1));
+    r.enqueue(0, b"b", waiter(2, 2));
+    r.enqueue(1, b"a", waiter(3, 3));
+    assert_eq!(r.pop_first(0, b"a").map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, b"a"), None);
+    assert_eq!((r.queue_len(0, b"b"), r.queue_len(1, b"a")), (1, 1));
+    assert_eq!(r.queued_keys(Some(1)), [(1, b"a".to_vec())]);
+    assert_eq!(r.queued_keys(None).len(), 2);
+}
+
+#[test]
+fn a_waiter_leaves_exactly_once_whoever_takes_it() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"k", waiter(1, 10));
+    // A handoff took it: its WAIT deadline and its disconnection find nothing.
+    assert!(r.pop_first(0, b"k").is_some());
+    assert_eq!(r.take(1, Some(10)), None);
+    assert_eq!(r.take(1, None), None);
+    // Its deadline took it: a handoff finds nobody.
+    r.enqueue(0, b"k", waiter(1, 11));
+    assert!(r.take(1, Some(11)).is_some());
+    assert_eq!(r.pop_first(0, b"k"), None);
+}
+
+#[test]
+fn a_stale_deadline_does_not_take_a_newer_wait_of_the_same_client() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"k", waiter(1, 20));
+    assert_eq!(r.take(1, Some(19)), None);
+    assert_eq!(r.queue_len(0, b"k"), 1);
+}
+
+#[test]
+fn taking_from_the_middle_keeps_the_order_of_the_rest() {
+    let mut r = Registry::default();
+    for c in 1..=3 {
+        r.enqueue(0, b"k", waiter(c, c as u64));
+    }
+    assert!(r.take(2, None).is_some());
+    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(3));
+}
+
+#[test]
+fn a_grant_is_taken_once_by_its_reply_or_its_revocation() {
+    let mut r: Registry<usize> = Registry::default();
+    r.record_grant(7, grant(42));
+    assert_eq!(r.take_grant(7), Some(grant(42)));
+    // The client disconnects after its reply: nothing to revoke.
+    assert_eq!(r.take_grant(7), None);
+}
+
+#[test]
+fn take_all_empties_every_queue_in_order() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"a", waiter(1, 1));
+    r.enqueue(0, b"a", waiter(2, 2));
+    r.enqueue(3, b"b", waiter(3, 3));
+    let mut all: Vec<usize> = r.take_all().iter().map(|w| w.client).collect();
+    all.sort_unstable();
+    assert_eq!(all, [1, 2, 3]);
+    assert_eq!((r.waiting(), r.queues()), (0, 0));
+    assert_eq!(r.take(1, None), None);
+}
+
+#[test]
+fn only_the_earliest_check_is_kept() {
+    let mut r = Registry::default();
+    assert!(!r.claim_check(0, b"k", 100), "nobody waits: no check");
+    r.enqueue(0, b"k", waiter(1, 1));
+    assert!(r.claim_check(0, b"k", 100));
+    assert!(!r.claim_check(0, b"k", 150), "a later check is covered");
+    assert!(r.claim_check(0, b"k", 50), "an earlier one is needed");
+    r.check_ran(0, b"k", 60);
+    assert!(r.claim_check(0, b"k", 100), "the pending time has passed");
+}
