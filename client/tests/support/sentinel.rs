@@ -13,8 +13,9 @@ const REDIS_SENTINEL: &str = "/usr/bin/redis-sentinel";
 /// The master's name, as the sentinels know it.
 pub const MASTER_NAME: &str = "rlockmaster";
 /// How long a master may not answer before a sentinel thinks it down. Shorter makes a
-/// loaded machine see failovers nobody asked for.
-pub const DOWN_AFTER_MS: u64 = 1000;
+/// loaded machine see failovers nobody asked for (at 500 ms often, at 1000 ms once in a
+/// while): a failover of a live master that is not fenced is a split brain.
+pub const DOWN_AFTER_MS: u64 = 2000;
 /// Sentinel's `failover-timeout` (a sentinel tries again after twice this).
 const FAILOVER_TIMEOUT_MS: u64 = 5000;
 /// Sentinels find each other (hello messages every 2 s) and the replicas within this.
