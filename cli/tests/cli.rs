@@ -9,8 +9,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::Server;
+use support::{poll, Server};
 use tool::rlock;
+
+/// How long `rlock` may take to take or show a lock.
+const HELD_WITHIN: Duration = Duration::from_secs(5);
 
 fn run(server: &Server, args: &[&str]) -> Output {
     rlock(server, args).output().expect("run rlock")
@@ -18,18 +21,6 @@ fn run(server: &Server, args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Polls `check` every 10 ms for up to 5 s; whether it held.
-fn eventually(mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(5) {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
 }
 
 fn finish(child: Child) -> Output {
@@ -43,7 +34,10 @@ fn run_holds_the_lock_while_the_command_runs_and_gives_it_the_token() {
     let child = rlock(&server, &["run", "job", "--", "sh", "-c", script])
         .spawn()
         .expect("spawn rlock");
-    assert!(eventually(|| server.info("job").is_some()), "never held");
+    assert!(
+        poll(HELD_WITHIN, || server.info("job").is_some()),
+        "never held"
+    );
     let info = server.info("job").unwrap();
     assert_eq!(info.holds, 1);
     assert!(info.ttl > 20_000, "watchdog lease expected: {info:?}");
@@ -100,7 +94,7 @@ fn a_waiting_run_starts_when_the_lock_is_released() {
         "echo $RLOCK_TOKEN",
     ];
     let child = rlock(&server, &args).spawn().expect("spawn rlock");
-    assert!(eventually(|| server.info("job").unwrap().waiters == 1));
+    assert!(poll(HELD_WITHIN, || server.info("job").unwrap().waiters == 1));
     server.cmd::<u64>(&["LOCK.RELEASE", "job", "first"]);
     let out = finish(child);
     assert!(out.status.success(), "{out:?}");
@@ -205,7 +199,7 @@ fn run_over_three_servers_holds_a_redlock_and_a_minority_may_be_down() {
     };
     let child = redlock(&servers).spawn().expect("spawn rlock");
     let on_all = || servers.iter().all(|s| s.info("job").is_some());
-    assert!(eventually(on_all), "not held on every server");
+    assert!(poll(HELD_WITHIN, on_all), "not held on every server");
     let owner = servers[0].info("job").unwrap().owner;
     assert!(servers
         .iter()

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::Server;
+use support::{poll, Server};
 use tool::rlock;
 
 /// A command whose shell leaves a background child: `sh` and two `sleep`s in one group.
@@ -28,7 +28,7 @@ fn start_family(server: &Server, options: &[&str]) -> (Child, i32) {
     stdout.read_line(&mut line).expect("read the shell's pid");
     let pgid: i32 = line.trim().parse().expect("a pid");
     assert!(
-        eventually(Duration::from_secs(5), || group(pgid).len() == 3),
+        poll(Duration::from_secs(5), || group(pgid).len() == 3),
         "the family never ran: {:?}",
         group(pgid)
     );
@@ -61,18 +61,6 @@ fn group(pgid: i32) -> Vec<i32> {
     members
 }
 
-/// Polls `check` every 10 ms for up to `within`; whether it held.
-fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < within {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    false
-}
-
 /// Kills what is left of a group when a test fails, so no `sleep 100` outlives it.
 struct Reap(i32);
 
@@ -97,7 +85,7 @@ fn a_force_release_stops_the_whole_group() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the lock was lost"), "{stderr}");
     assert!(
-        eventually(Duration::from_secs(2), || group(pgid).is_empty()),
+        poll(Duration::from_secs(2), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );
@@ -111,7 +99,7 @@ fn killing_rlock_stops_the_whole_group() {
     rlock.kill().expect("kill -9 rlock");
     rlock.wait().expect("reap rlock");
     assert!(
-        eventually(Duration::from_secs(5), || group(pgid).is_empty()),
+        poll(Duration::from_secs(5), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );
@@ -140,12 +128,12 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
     stdout.read_line(&mut line).expect("read the shell's pid");
     let pgid: i32 = line.trim().parse().expect("a pid");
     let _reap = Reap(pgid);
-    assert!(eventually(Duration::from_secs(5), || group(pgid).len() == 3));
+    assert!(poll(Duration::from_secs(5), || group(pgid).len() == 3));
     assert_eq!(server.cmd::<i64>(&["LOCK.FORCERELEASE", "job"]), 1);
     let status = child.wait().expect("wait for rlock");
     assert_eq!(status.code(), Some(76));
     assert!(
-        eventually(Duration::from_secs(2), || group(pgid).is_empty()),
+        poll(Duration::from_secs(2), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );
@@ -177,12 +165,12 @@ fn a_waiting_run_fails_in_time_when_the_server_stops() {
     let mut child = rlock(&server, &["--timeout", "0.3", "run", "job", "--", "true"])
         .spawn()
         .expect("spawn rlock");
-    assert!(eventually(Duration::from_secs(5), || server
+    assert!(poll(Duration::from_secs(5), || server
         .info("job")
         .is_some_and(|info| info.waiters == 1)));
     server.stop();
     let started = Instant::now();
-    let finished = eventually(Duration::from_secs(5), || {
+    let finished = poll(Duration::from_secs(5), || {
         matches!(child.try_wait(), Ok(Some(_)))
     });
     server.resume();
@@ -229,7 +217,7 @@ fn sigterm_to_rlock_reaches_the_whole_group() {
     let out = rlock.wait_with_output().expect("wait for rlock");
     assert_eq!(out.status.code(), Some(128 + 15), "{out:?}");
     assert!(
-        eventually(Duration::from_secs(2), || group(pgid).is_empty()),
+        poll(Duration::from_secs(2), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::options::LockOptions;
 use crate::pool::WaitConn;
-use crate::recover::{Attempt, Next, Setbacks};
+use crate::recover::{Next, Setbacks};
 use crate::wait::Wait;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
@@ -114,13 +114,7 @@ impl Acquisition {
                 Ok(granted) => return Ok(granted),
                 Err(err) => err,
             };
-            let attempt = Attempt {
-                core: &self.core,
-                key: &self.key,
-                owner: &self.owner,
-                lease_ms: self.options.lease_ms(),
-                deadline,
-            };
+            let attempt = wait_of(&self.core, &self.key, &self.owner, &self.options, deadline);
             match attempt.after_error(&err, &mut setbacks).await {
                 Next::Adopt(token, at) => return Ok(Some((token, at, None))),
                 Next::Retry(pause) if !self.reply.is_closed() => sleep(pause).await,
@@ -139,16 +133,10 @@ impl Acquisition {
             return Ok(None);
         }
         tracing::debug!(key = %self.key, owner = %self.owner, "lock busy; waiting");
-        let waiting = Wait {
-            core: &self.core,
-            key: &self.key,
-            owner: &self.owner,
-            lease_ms: self.options.lease_ms(),
-            deadline,
-        };
+        let waiting = wait_of(&self.core, &self.key, &self.owner, &self.options, deadline);
         loop {
             match waiting.run(&mut self.reply).await? {
-                Some((token, conn)) => match self.counted_from(&waiting, token).await? {
+                Some((token, conn)) => match waiting.renew(token).await? {
                     Some(at) => return Ok(Some((token, at, Some(conn)))),
                     None => {
                         tracing::debug!(key = %self.key, "a handed-over lock was gone at once; waiting again");
@@ -164,20 +152,6 @@ impl Acquisition {
                 None => return Ok(None),
             }
         }
-    }
-
-    /// When the safe deadline of a handed-over grant starts: the server set its lease some
-    /// time between the wait's send and the reply, so a renewal sent now fixes it (its send
-    /// time starts the deadline). `None` if the holding is already gone.
-    async fn counted_from(&self, wait: &Wait<'_>, token: u64) -> Result<Option<Instant>> {
-        let attempt = Attempt {
-            core: wait.core,
-            key: wait.key,
-            owner: wait.owner,
-            lease_ms: wait.lease_ms,
-            deadline: wait.deadline,
-        };
-        attempt.renew(token).await
     }
 
     /// One `LOCK.ACQUIRE` without `WAIT`: an uncontended lock costs no waiting. Waiters
@@ -206,5 +180,23 @@ impl Acquisition {
             // A timeout or a broken connection: `recover.rs` checks for a grant.
             Err(err) => Err(Error::from_command(err, &self.key, &self.owner)),
         }
+    }
+}
+
+/// The wait (and error recovery) of an acquisition until `deadline` (`None`: no limit). A
+/// function of the fields it needs, so that the acquisition's reply channel stays free.
+fn wait_of<'a>(
+    core: &'a Core,
+    key: &'a str,
+    owner: &'a str,
+    options: &LockOptions,
+    deadline: Option<Instant>,
+) -> Wait<'a> {
+    Wait {
+        core,
+        key,
+        owner,
+        lease_ms: options.lease_ms(),
+        deadline,
     }
 }

@@ -169,7 +169,7 @@ impl Client {
 
 /// The server's address, `host:port` (or a socket path).
 fn address(redis: &redis::Client) -> String {
-    redis.get_connection_info().addr().to_string()
+    crate::node::addr_text(redis.get_connection_info().addr())
 }
 
 /// `url` without the `user:password@` part.

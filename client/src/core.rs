@@ -131,16 +131,10 @@ impl Core {
         self.waits.put(conn);
     }
 
-    /// Drops the idle wait connections to the node of `conn`, which broke.
-    pub(crate) fn forget_idle(&self, conn: &WaitConn) {
-        self.waits.forget(&conn.node);
-    }
-
     /// Asks again where things are after a `READONLY` or `TRYAGAIN`: the sentinels for the
     /// master, or the cluster for its slot map.
-    pub(crate) async fn refresh_route(&self) -> RedisResult<()> {
+    pub(crate) async fn refresh_route(&self) {
         self.router.refresh().await;
-        Ok(())
     }
 
     /// Whether the node that serves `key` answers a `PING` within the response timeout.

@@ -78,10 +78,7 @@ impl Lock {
     /// Cancel-safe: dropping the future leaks no hold.
     pub async fn acquire(&self) -> Result<Guard> {
         let limit = self.options.wait_limit();
-        self.run(limit).await?.ok_or_else(|| Error::Timeout {
-            key: self.key.clone(),
-            waited: limit.unwrap_or_default(),
-        })
+        Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
     }
 
     /// Tries to acquire the lock, waiting up to `wait` ([`Duration::ZERO`]: not at all).

@@ -95,12 +95,6 @@ impl Members {
     }
 }
 
-/// The members' keys joined, to name a holding over several locks in errors.
-pub(crate) fn joined_keys(keys: impl IntoIterator<Item = impl AsRef<str>>) -> String {
-    let keys: Vec<String> = keys.into_iter().map(|k| k.as_ref().to_owned()).collect();
-    keys.join(",")
-}
-
 /// The error to report for a release of members: a loss first, then any other error.
 pub(crate) fn release_outcome(mut errors: Vec<Error>) -> Result<()> {
     let first = match errors.iter().position(|e| matches!(e, Error::Lost { .. })) {

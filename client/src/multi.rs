@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
-use crate::members::{joined_keys, release_outcome, Members};
-use crate::quorum::losses_to_fall_below;
+use crate::members::{release_outcome, Members};
 
 /// Several locks held all together, from one or several [`Client`](crate::Client)s: a
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.
@@ -59,10 +58,7 @@ impl MultiLock {
     ///
     /// Cancel-safe: dropping the future releases what was taken (in the background).
     pub async fn acquire(&self) -> Result<MultiGuard> {
-        self.run(None).await?.ok_or_else(|| Error::Timeout {
-            key: joined_keys(self.names()),
-            waited: Duration::ZERO,
-        })
+        Error::timeout_if_none(self.run(None).await?, &self.names().join(","), None)
     }
 
     /// Takes every member, waiting up to `wait` in all; `Ok(None)` (and nothing held) if
@@ -82,7 +78,7 @@ impl MultiLock {
                 return Ok(Some(MultiGuard { members }));
             }
             // A member's fixed lease ran out while a later one was waited for: all again.
-            tracing::debug!(keys = %joined_keys(self.names()), "a member was lost before the last was taken; again");
+            tracing::debug!(keys = %self.names().join(","), "a member was lost before the last was taken; again");
             members.release_quietly().await;
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(None);
@@ -159,8 +155,7 @@ impl MultiGuard {
 
     /// Resolves as soon as any member is lost, by the earliest member deadline at the latest.
     pub async fn lost(&self) -> LossReason {
-        let held = self.members.guards.len();
-        self.members.lost(losses_to_fall_below(held, held)).await
+        self.members.lost(1).await
     }
 
     /// Until when every member is surely held: the earliest member deadline.

@@ -108,7 +108,7 @@ impl Carrier for Shared {
 }
 
 /// An address in the `host:port` form redirections use.
-fn addr_text(addr: &ConnectionAddr) -> String {
+pub(crate) fn addr_text(addr: &ConnectionAddr) -> String {
     match addr {
         ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
             format!("{host}:{port}")

@@ -43,9 +43,10 @@ pub(crate) fn losses_to_fall_below(held: usize, quorum: usize) -> usize {
     (held + 1).saturating_sub(quorum).max(1)
 }
 
-/// The pause before another round after `failures` rounds in a row found fewer than a
-/// majority of servers answering: 50 ms, doubling, at most 1 s. Only unreachable servers
-/// cause it; contention is waited for on the servers.
+/// The pause before another try after `failures` in a row: 50 ms, doubling, at most 1 s.
+/// A RedLock pauses so after rounds that found fewer than a majority of servers answering
+/// (contention is waited for on the servers), an acquisition before it queues again after
+/// `READONLY` or `TRYAGAIN`.
 pub(crate) fn pause_after(failures: u32) -> Duration {
     let doubled = 50u64.saturating_mul(1 << failures.min(5));
     Duration::from_millis(doubled.min(1_000))

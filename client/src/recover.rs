@@ -22,15 +22,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::commands;
-use crate::core::Core;
 use crate::error::{Error, Result};
-use crate::wait::unreported_grant;
+use crate::quorum::pause_after;
+use crate::wait::{unreported_grant, Wait};
 
 /// How many times in a row an acquisition queues again after `READONLY` or `TRYAGAIN`.
 pub(crate) const MAX_REQUEUES: u32 = 10;
-
-/// The pause before the first re-queue; it doubles each time, up to a second.
-const FIRST_PAUSE: Duration = Duration::from_millis(50);
 
 /// What to do after an error.
 pub(crate) enum Next {
@@ -49,17 +46,8 @@ pub(crate) struct Setbacks {
     requeues: u32,
 }
 
-/// The acquisition of `key` by `owner` with `lease_ms`, as [`after_error`] needs it.
-pub(crate) struct Attempt<'a> {
-    pub(crate) core: &'a Core,
-    pub(crate) key: &'a str,
-    pub(crate) owner: &'a str,
-    pub(crate) lease_ms: u64,
-    /// `None`: no limit.
-    pub(crate) deadline: Option<Instant>,
-}
-
-impl Attempt<'_> {
+// The acquisition's own description is its `Wait`: the same key, owner, lease and deadline.
+impl Wait<'_> {
     /// What to do after `err`; see the module docs.
     pub(crate) async fn after_error(&self, err: &Error, setbacks: &mut Setbacks) -> Next {
         match err {
@@ -83,17 +71,14 @@ impl Attempt<'_> {
 
     /// Refreshes the route and queues again, if the limits allow.
     async fn requeue(&self, err: &Error, setbacks: &mut Setbacks) -> Next {
-        let pause = FIRST_PAUSE * 2u32.pow(setbacks.requeues.min(5));
-        let pause = pause.min(Duration::from_secs(1));
+        let pause = pause_after(setbacks.requeues);
         let late = self.deadline.is_some_and(|d| Instant::now() + pause >= d);
         if setbacks.requeues >= MAX_REQUEUES || late {
             return Next::Fail;
         }
         setbacks.requeues += 1;
         tracing::info!(key = %self.key, %err, "the node cannot serve the lock now; queueing again");
-        if let Err(e) = self.core.refresh_route().await {
-            tracing::debug!(key = %self.key, %e, "could not refresh the route");
-        }
+        self.core.refresh_route().await;
         Next::Retry(pause)
     }
 

@@ -61,7 +61,7 @@ impl RedLock {
     /// server addresses.
     pub fn new(clients: impl IntoIterator<Item = Client>, key: impl Into<String>) -> Result<Self> {
         let clients = canonical(clients);
-        RedLock::with_servers(clients.len(), clients, key)
+        RedLock::build(clients.len(), clients, key.into())
     }
 
     /// A RedLock on `key` over `servers` independent servers, of which `clients` reach
@@ -74,7 +74,11 @@ impl RedLock {
         clients: impl IntoIterator<Item = Client>,
         key: impl Into<String>,
     ) -> Result<Self> {
-        let clients = canonical(clients);
+        RedLock::build(servers, canonical(clients), key.into())
+    }
+
+    /// A RedLock over `servers`, of which `clients` (in canonical order) reach some.
+    fn build(servers: usize, clients: Vec<Client>, key: String) -> Result<Self> {
         let unfit = unfit_server_count(servers).or_else(|| {
             (clients.is_empty() || clients.len() > servers)
                 .then(|| format!("{} clients for {servers} servers", clients.len()))
@@ -83,7 +87,7 @@ impl RedLock {
             return Err(Error::InvalidArgument { detail });
         }
         Ok(RedLock {
-            key: key.into(),
+            key,
             clients: clients.into(),
             servers,
             options: LockOptions::new(),
@@ -111,10 +115,7 @@ impl RedLock {
     /// the wait limit passes while too few servers answer.
     pub async fn acquire(&self) -> Result<RedLockGuard> {
         let limit = self.options.wait_limit();
-        self.run(limit).await?.ok_or_else(|| Error::Timeout {
-            key: self.key.clone(),
-            waited: limit.unwrap_or_default(),
-        })
+        Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
     }
 
     /// Tries to acquire the lock on a majority, waiting up to `wait`; `Ok(None)` if it

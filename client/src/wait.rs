@@ -67,10 +67,9 @@ impl Wait<'_> {
                 return Ok(None);
             }
             Sent::Answered(Err(err), waiter) => {
-                if err.is_io_error() {
-                    self.core.forget_idle(&waiter);
-                } else {
-                    // An error reply (READONLY, TRYAGAIN, ...): the connection is sound.
+                // A broken connection is dropped (the router has forgotten its node's idle
+                // ones already); after an error reply the pool's PING decides.
+                if !err.is_io_error() {
                     self.core.give_back(waiter);
                 }
                 return Err(Error::from_command(err, self.key, self.owner));

@@ -56,11 +56,6 @@ impl Shared {
     fn stats(&self) -> MutexGuard<'_, WatchdogStats> {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// Marks a holding lost (counted and reported by the holding if it is news).
-    fn mark_lost(&self, holding: &Holding, reason: LossReason) {
-        self.registry().mark_lost(holding, reason);
-    }
 }
 
 /// The handle on a client's watchdog task; dropping it stops the task.
@@ -109,7 +104,7 @@ impl Watchdog {
 
     /// Marks a holding lost (the server answered `NOTHELD`).
     pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
-        self.shared.mark_lost(holding, reason);
+        self.shared.registry().mark_lost(holding, reason);
     }
 
     /// How many live guards of this client hold `(key, owner)` with `token`.
@@ -153,7 +148,8 @@ async fn run(shared: Arc<Shared>, router: Arc<Router>, mut stop: oneshot::Receiv
     tracing::debug!("watchdog stopped");
 }
 
-/// One round: renew what is due, then mark lost what ran out.
+/// One round: renew what is due. (What ran out is marked lost by the first look at it: the
+/// loop's `next_wakeup` looks at every holding right after.)
 async fn round(shared: &Shared, router: &Arc<Router>) {
     let flight = shared.in_flight.lock().await;
     let now = Instant::now();
@@ -165,8 +161,6 @@ async fn round(shared: &Shared, router: &Arc<Router>) {
         }
     }
     drop(flight);
-    // Counted and reported by the holdings themselves.
-    drop(shared.registry().expire(Instant::now()));
 }
 
 async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: Duration) {
@@ -203,7 +197,7 @@ async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: D
     }
     drop(registry);
     for (h, reason) in refused {
-        shared.mark_lost(&h, reason);
+        shared.registry().mark_lost(&h, reason);
     }
     tracing::debug!(locks = due.len(), ?took, "locks renewed");
 }

@@ -2,9 +2,9 @@
 //! `redis-cli --cluster create`, and the slot migrations the tests make.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{built_module, free_port, temp_dir, Server};
+use super::{built_module, free_port, poll, temp_dir, Server};
 
 const REDIS_CLI: &str = "/usr/bin/redis-cli";
 /// `redis-cli --cluster create` itself waits a second or two for the nodes to agree.
@@ -73,14 +73,8 @@ impl Cluster {
             let info: String = n.cmd(&["INFO", "replication"]);
             info.contains("role:master") || info.contains("master_link_status:up")
         };
-        let started = Instant::now();
-        while !cluster.nodes.iter().all(synced) {
-            assert!(
-                started.elapsed() < CLUSTER_OK_WITHIN,
-                "replicas not in sync"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let in_sync = poll(CLUSTER_OK_WITHIN, || cluster.nodes.iter().all(synced));
+        assert!(in_sync, "replicas not in sync");
         cluster
     }
 
@@ -115,18 +109,14 @@ impl Cluster {
     }
 
     fn wait_ok(&self) {
-        let started = Instant::now();
         let ok = |n: &Server| {
             let info: String = n.cmd(&["CLUSTER", "INFO"]);
             info.lines().any(|line| line.trim() == "cluster_state:ok")
         };
-        while !self.nodes.iter().all(ok) {
-            assert!(
-                started.elapsed() < CLUSTER_OK_WITHIN,
-                "the cluster is not ok within {CLUSTER_OK_WITHIN:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        assert!(
+            poll(CLUSTER_OK_WITHIN, || self.nodes.iter().all(ok)),
+            "the cluster is not ok within {CLUSTER_OK_WITHIN:?}"
+        );
     }
 
     /// `key`'s slot, as the server computes it.

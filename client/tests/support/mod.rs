@@ -286,6 +286,21 @@ pub fn trace() {
     let _ = fmt.with_test_writer().try_init();
 }
 
+/// Polls `check` every 10 ms until it holds or `within` passes; whether it held. For code
+/// without a runtime ([`eventually`] is the async form).
+pub fn poll(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    loop {
+        if check() {
+            return true;
+        }
+        if started.elapsed() >= within {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Polls `check` every 10 ms until it holds or `within` passes; whether it held.
 pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
     let started = Instant::now();

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{built_module, free_port, temp_dir, Server};
+use super::{built_module, free_port, poll, temp_dir, Server};
 
 const REDIS_SENTINEL: &str = "/usr/bin/redis-sentinel";
 /// The master's name, as the sentinels know it.
@@ -275,18 +275,4 @@ fn start_server(port: u16, args: &[String], master: Option<u16>) -> Server {
     }
     all.extend(args.iter().map(String::as_str));
     Server::spawn_at(port, temp_dir(port), &all)
-}
-
-/// Polls `check` every 20 ms until it holds or `within` passes; whether it held.
-fn poll(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    loop {
-        if check() {
-            return true;
-        }
-        if started.elapsed() >= within {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
