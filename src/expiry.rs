@@ -11,11 +11,11 @@ use std::ffi::{c_int, c_void};
 use redis_module::raw;
 
 use crate::error::LockError;
-use crate::ffi::{api, OwnedString};
+use crate::ffi::OwnedString;
 use crate::gate::{self, Verdict};
-use crate::handoff::{self, Handed, Vacancy};
+use crate::handoff;
 use crate::registry::Db;
-use crate::store::{while_self_notifying, LockKey, Mode};
+use crate::store::{while_self_notifying, LockKey, Mode, Over};
 use crate::{blocked, counters, guard, node, token, waiters};
 
 /// Why a check runs.
@@ -55,10 +55,10 @@ pub fn lease_moved(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) 
     }
 }
 
-/// A lock was handed on: the new holder's lease is the one to watch.
-pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Option<Handed>) {
-    if let Some(h) = handed {
-        lease_moved(ctx, key, h.deadline_ms);
+/// A lock was handed on (its new lease ends at `deadline_ms`): that lease is the one to watch.
+pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: Option<i64>) {
+    if let Some(deadline_ms) = deadline_ms {
+        lease_moved(ctx, key, deadline_ms);
     }
 }
 
@@ -143,7 +143,8 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
     if waiters::queue_len(check.db, &check.key) == 0 {
         return Ok(());
     }
-    match gate::writes(ctx) {
+    // Before the key is opened: a key opened for writing during a pause is not expired.
+    match gate::node_writes(ctx) {
         Verdict::Go => {}
         Verdict::Later(ms) => {
             arm(ctx, check.db, &check.key, node::now_ms().saturating_add(ms));
@@ -154,8 +155,7 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
             return Ok(());
         }
     }
-    let select = api!(RedisModule_SelectDb);
-    unsafe { select(ctx, check.db) };
+    node::select_db(ctx, check.db);
     let name = OwnedString::new(ctx, &check.key)?;
     let mut result = Ok(());
     while_self_notifying(|| result = serve_or_rearm(ctx, check, &name));
@@ -169,16 +169,27 @@ fn serve_or_rearm(
 ) -> Result<(), LockError> {
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
     let lease_end = check.cause.is_lease_end();
+    // What a waiter's holding would be written over, if the lock is free.
     let vacancy = match key.read() {
-        Ok(None) => Some(Vacancy::Free),
+        Ok(None) => Some(Over::Nothing),
         // The lease ended this millisecond: the holding is over.
-        Ok(Some(_)) if lease_end && key.ttl_ms()? == 0 => Some(Vacancy::Ended),
+        Ok(Some(_)) if lease_end && key.ttl_ms()? == 0 => Some(Over::Other),
         Ok(Some(_)) => None,
         // Not a lock any more: waiters keep waiting until it is one, or they time out.
         Err(_) => return Ok(()),
     };
     if let Some(vacancy) = vacancy {
-        let key_here = vacancy == Vacancy::Ended;
+        // Asked only now: a held lock is only re-armed, whatever the replicas.
+        if !gate::replicas_suffice(ctx) {
+            arm(
+                ctx,
+                check.db,
+                &check.key,
+                node::now_ms() + gate::REPLICAS_RETRY_MS,
+            );
+            return Ok(());
+        }
+        let key_here = vacancy == Over::Other;
         if let Some(redirect) = gate::route(ctx, &check.key, key_here).redirect() {
             // The key left this node (a migration), or its slot did: never re-create it
             // here; its waiters queue again where it is served.

@@ -42,6 +42,14 @@ pub enum Verdict {
 
 /// Whether a timer or an event may write now.
 pub fn writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
+    match node_writes(ctx) {
+        Verdict::Go if !replicas_suffice(ctx) => Verdict::Later(REPLICAS_RETRY_MS),
+        verdict => verdict,
+    }
+}
+
+/// Whether this node may write now, replicas aside (cheap: context flags and the pause).
+pub fn node_writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
     let flags = node::flags(ctx);
     if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 {
         return Verdict::Later(PAUSED_RETRY_MS);
@@ -54,9 +62,6 @@ pub fn writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
     if writes_paused() {
         return Verdict::Later(PAUSED_RETRY_MS);
     }
-    if !enough_replicas(ctx) {
-        return Verdict::Later(REPLICAS_RETRY_MS);
-    }
     Verdict::Go
 }
 
@@ -66,8 +71,9 @@ fn writes_paused() -> bool {
     unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|f| f() != 0) }
 }
 
-/// Whether `min-replicas-to-write`, if set, is met.
-fn enough_replicas(ctx: *mut raw::RedisModuleCtx) -> bool {
+/// Whether `min-replicas-to-write`, if set, is met (a `CONFIG GET`, and an `INFO` when it
+/// is set: ask only before a write).
+pub fn replicas_suffice(ctx: *mut raw::RedisModuleCtx) -> bool {
     let wanted = call_text(ctx, c"CONFIG", &[c"GET", c"min-replicas-to-write"], 1)
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);

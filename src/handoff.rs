@@ -16,31 +16,15 @@ use crate::token::{self, TOKENS};
 use crate::waiters::{self, handle_of};
 use crate::{blocked, counters, publish, registry};
 
-/// What the key holds when its lock is handed on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Vacancy {
-    /// Nothing: the lock was freed (released, deleted, expired and gone).
-    Free,
-    /// The holding that just ended, still in the key: it is replaced.
-    Ended,
-}
-
-/// A lock handed to a waiter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Handed {
-    pub token: i64,
-    /// When the new holder's lease ends (Unix ms).
-    pub deadline_ms: i64,
-}
-
 /// Hands the lock to the first waiter, if any: writes its holding (count 1, its lease, a
-/// fresh token), replicates it, and unblocks it with the token.
+/// fresh token) over what the key holds, replicates it, and unblocks it with the token.
+/// Returns when the new holder's lease ends (Unix ms).
 pub fn hand_off(
     ctx: *mut raw::RedisModuleCtx,
     db: registry::Db,
     key: &LockKey,
-    vacancy: Vacancy,
-) -> Result<Option<Handed>, LockError> {
+    over: Over,
+) -> Result<Option<i64>, LockError> {
     if !waiters::any() {
         return Ok(None);
     }
@@ -61,10 +45,6 @@ pub fn hand_off(
         token,
         deadline_ms,
     };
-    let over = match vacancy {
-        Vacancy::Free => Over::Nothing,
-        Vacancy::Ended => Over::Other,
-    };
     key.write_holding(&holding, over)?;
     let bc = handle_of(waiter.client);
     let grant = registry::Grant {
@@ -76,7 +56,7 @@ pub fn hand_off(
     waiters::record_grant(bc, grant);
     blocked::unblock(bc, Outcome::Granted(token))?;
     counters::HANDOFFS.bump();
-    Ok(Some(Handed { token, deadline_ms }))
+    Ok(Some(deadline_ms))
 }
 
 /// The last hold of the lock in `key` is gone (the key still holds it): hand the lock to
@@ -85,11 +65,11 @@ pub fn end_holding(
     ctx: *mut raw::RedisModuleCtx,
     key: &LockKey,
     how: Replicate,
-) -> Result<Option<Handed>, LockError> {
+) -> Result<Option<i64>, LockError> {
     // A release replayed from the master deletes, as it did there; a (writable) replica's
     // own waiters are not its master's.
     let handed = if waiters::any() && !node::from_replication(ctx) {
-        hand_off(ctx, node::selected_db(ctx), key, Vacancy::Ended)?
+        hand_off(ctx, node::selected_db(ctx), key, Over::Other)?
     } else {
         None
     };

@@ -10,6 +10,12 @@ pub fn now_ms() -> i64 {
     unsafe { raw::RedisModule_Milliseconds.map_or(0, |f| f()) }
 }
 
+/// Selects database `db` on the context; false if Redis refused (no such database).
+pub fn select_db(ctx: *mut raw::RedisModuleCtx, db: c_int) -> bool {
+    let select = unsafe { raw::RedisModule_SelectDb };
+    select.is_some_and(|f| unsafe { f(ctx, db) } == raw::REDISMODULE_OK as c_int)
+}
+
 /// The database the context has selected.
 pub fn selected_db(ctx: *mut raw::RedisModuleCtx) -> c_int {
     unsafe { raw::RedisModule_GetSelectedDb.map_or(0, |f| f(ctx)) }

@@ -17,9 +17,9 @@ use std::ffi::{c_int, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
-use crate::guard;
 use crate::store::learn_token_of;
 use crate::token::{self, TOKENS};
+use crate::{guard, node};
 
 /// Version of the auxiliary field's encoding.
 const ENCODING_VERSION: i32 = 0;
@@ -97,9 +97,8 @@ unsafe extern "C" fn free_nothing(_value: *mut c_void) {
 
 /// Learns the token of every lock in every database (after an AOF load).
 pub fn learn_tokens_from_keyspace(ctx: *mut raw::RedisModuleCtx) {
-    let (Some(select), Some(create), Some(scan), Some(destroy)) = (unsafe {
+    let (Some(create), Some(scan), Some(destroy)) = (unsafe {
         (
-            raw::RedisModule_SelectDb,
             raw::RedisModule_ScanCursorCreate,
             raw::RedisModule_Scan,
             raw::RedisModule_ScanCursorDestroy,
@@ -109,14 +108,14 @@ pub fn learn_tokens_from_keyspace(ctx: *mut raw::RedisModuleCtx) {
     };
     // Redis refuses to select past its last database; 1024 bounds the loop regardless.
     for db in 0..1024 {
-        if unsafe { select(ctx, db) } != raw::REDISMODULE_OK as c_int {
+        if !node::select_db(ctx, db) {
             break;
         }
         let cursor = unsafe { create() };
         while unsafe { scan(ctx, cursor, Some(observe_key), std::ptr::null_mut()) } != 0 {}
         unsafe { destroy(cursor) };
     }
-    unsafe { select(ctx, 0) };
+    node::select_db(ctx, 0);
 }
 
 unsafe extern "C" fn observe_key(

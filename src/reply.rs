@@ -1,5 +1,8 @@
 //! What a command or a blocked client is answered: values with no Redis types in them, sent
-//! by `dispatch.rs` (commands) and `blocked.rs` (blocked clients).
+//! by `dispatch.rs` (commands) and `blocked.rs` (blocked clients), and the one way an error
+//! text becomes an error line.
+
+use std::ffi::CString;
 
 /// What a command answers when it does not send its reply itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,4 +24,14 @@ pub enum Outcome {
     /// It cannot be served here any more (this node became a replica, or the key's slot
     /// moved): an error line, without the leading `-`.
     Refused(String),
+}
+
+/// An error text as one RESP error line: no NUL, CR or LF (error texts escape the bytes
+/// they echo, so this only guards against a mistake).
+pub fn error_line(text: &str) -> CString {
+    let clean: Vec<u8> = text
+        .bytes()
+        .filter(|b| !matches!(b, b'\0' | b'\r' | b'\n'))
+        .collect();
+    CString::new(clean).unwrap_or_default()
 }

@@ -44,8 +44,6 @@ pub struct ArgDoc {
 pub struct CommandSpec {
     /// As registered (lower case).
     pub name: &'static CStr,
-    /// As errors and logs name it.
-    pub label: &'static str,
     pub flags: &'static CStr,
     /// Redis's arity: the exact count of arguments with the name, or minus the minimum.
     pub arity: c_int,

@@ -104,8 +104,7 @@ extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 
 /// Gives back the hold of an undelivered grant, if the lock still is that holding.
 fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), LockError> {
-    let select = api!(RedisModule_SelectDb);
-    unsafe { select(ctx, grant.db) };
+    node::select_db(ctx, grant.db);
     let name = OwnedString::new(ctx, &grant.key)?;
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
     let Ok(Some(holding)) = key.read() else {

@@ -77,16 +77,14 @@ impl Contender {
             Contender::One(client) => {
                 let lock = client.lock(KEY).options(options);
                 let guard = lock.acquire().await.map_err(|e| e.to_string())?;
-                granted(shared);
-                released(shared);
+                granted_and_releasing(shared);
                 guard.release().await.map(drop)
             }
             Contender::Quorum(clients) => {
                 let lock = RedLock::new(clients.clone(), KEY).map_err(|e| e.to_string())?;
                 let lock = lock.options(options);
                 let guard = lock.acquire().await.map_err(|e| e.to_string())?;
-                granted(shared);
-                released(shared);
+                granted_and_releasing(shared);
                 guard.release().await
             }
         };
@@ -98,16 +96,14 @@ fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn granted(shared: &Mutex<Shared>) {
+/// A grant came (the handoff from the last release is measured), and is released at once.
+fn granted_and_releasing(shared: &Mutex<Shared>) {
     let mut s = lock(shared);
     s.acquisitions += 1;
     if let Some(at) = s.released_at.take() {
         s.handoff_ms.push(at.elapsed().as_secs_f64() * 1000.0);
     }
-}
-
-fn released(shared: &Mutex<Shared>) {
-    lock(shared).released_at = Some(Instant::now());
+    s.released_at = Some(Instant::now());
 }
 
 async fn side(duration: Duration, make: impl Fn() -> Contender) -> Result<Run, String> {

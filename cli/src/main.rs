@@ -255,9 +255,7 @@ async fn run_redlocked(
     let held = match lock.try_acquire(Duration::ZERO).await? {
         Some(guard) => Some(Held::Quorum(guard)),
         None => {
-            let limit = args
-                .wait
-                .map_or("no limit".to_owned(), |w| format!("at most {w:?}"));
+            let limit = wait_limit_text(args.wait);
             let quorum = lock.quorum();
             eprintln!("rlock: waiting for '{key}' ({limit}) on {quorum} of {servers} servers");
             let granted = match args.wait {
@@ -293,7 +291,7 @@ async fn run_held(
 }
 
 async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
-    let limit = wait.map_or("no limit".to_owned(), |w| format!("at most {w:?}"));
+    let limit = wait_limit_text(wait);
     match client.info(key).await {
         Ok(Some(info)) => eprintln!(
             "rlock: waiting for '{key}' ({limit}): held by {} (token {}, {} queued before us)",
@@ -313,4 +311,9 @@ fn print_info(key: &str, info: &LockInfo) {
     }
     println!("token: {}", info.token);
     println!("waiters: {}", info.waiters);
+}
+
+/// How long `run` waits, as it says on stderr.
+fn wait_limit_text(wait: Option<Duration>) -> String {
+    wait.map_or("no limit".to_owned(), |w| format!("at most {w:?}"))
 }

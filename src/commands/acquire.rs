@@ -5,7 +5,7 @@ use redis_module::raw;
 use crate::args::{self, Options};
 use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
-use crate::handoff::{self, Vacancy};
+use crate::handoff;
 use crate::lock::{self, AcquireStep, Holding};
 use crate::registry::Db;
 use crate::reply::Reply;
@@ -87,7 +87,7 @@ fn serve_queue_first(
     key: &LockKey,
     owner: &Name<'_>,
 ) -> Result<Option<Holding>, LockError> {
-    let handed = handoff::hand_off(ctx, db, key, Vacancy::Free)?;
+    let handed = handoff::hand_off(ctx, db, key, Over::Nothing)?;
     if handed.is_none() {
         return Ok(None);
     }

@@ -41,7 +41,6 @@ macro_rules! call {
 pub const COMMANDS: [CommandSpec; 6] = [
     CommandSpec {
         name: c"lock.acquire",
-        label: "LOCK.ACQUIRE",
         flags: c"write deny-oom blocking",
         arity: -3,
         keys: KeyAccess::Write,
@@ -52,7 +51,6 @@ pub const COMMANDS: [CommandSpec; 6] = [
     },
     CommandSpec {
         name: c"lock.release",
-        label: "LOCK.RELEASE",
         flags: c"write fast",
         arity: -3,
         keys: KeyAccess::Write,
@@ -63,7 +61,6 @@ pub const COMMANDS: [CommandSpec; 6] = [
     },
     CommandSpec {
         name: c"lock.renew",
-        label: "LOCK.RENEW",
         flags: c"write fast",
         arity: -3,
         keys: KeyAccess::Write,
@@ -74,7 +71,6 @@ pub const COMMANDS: [CommandSpec; 6] = [
     },
     CommandSpec {
         name: c"lock.info",
-        label: "LOCK.INFO",
         flags: c"readonly fast",
         arity: 2,
         keys: KeyAccess::Read,
@@ -85,7 +81,6 @@ pub const COMMANDS: [CommandSpec; 6] = [
     },
     CommandSpec {
         name: c"lock.forcerelease",
-        label: "LOCK.FORCERELEASE",
         flags: c"write fast",
         arity: 2,
         keys: KeyAccess::Write,
@@ -96,7 +91,6 @@ pub const COMMANDS: [CommandSpec; 6] = [
     },
     CommandSpec {
         name: c"lock.apply",
-        label: "LOCK.APPLY",
         flags: c"write fast",
         arity: 6,
         keys: KeyAccess::Write,
