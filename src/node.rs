@@ -2,6 +2,7 @@
 //! database, and the context flags a command or a callback runs under.
 
 use std::ffi::c_int;
+use std::sync::OnceLock;
 
 use redis_module::raw;
 
@@ -44,12 +45,16 @@ pub fn is_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
     flags(ctx) & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
 }
 
-/// Whether a command replayed from the master (or an AOF) runs in a cluster node: one
-/// reading of the context flags.
+/// Whether a command replayed from the master (or an AOF) runs in a cluster node. Outside a
+/// cluster (`cluster-enabled` cannot change while the server runs, so it is read once) the
+/// final release, which asks this, reads no context flags.
 pub fn replayed_in_cluster(ctx: *mut raw::RedisModuleCtx) -> bool {
-    let flags = flags(ctx);
+    static CLUSTER: OnceLock<bool> = OnceLock::new();
+    if !*CLUSTER.get_or_init(|| is_cluster(ctx)) {
+        return false;
+    }
     let replayed = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
-    flags & replayed != 0 && flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+    flags(ctx) & replayed != 0
 }
 
 /// The longest a module timer is armed for: ten years. Redis keeps a timer's due time in
