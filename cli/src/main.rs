@@ -1,8 +1,8 @@
 //! `rlock`: a distributed `flock` on Redis with the rlock module.
 //!
 //! ```text
-//! rlock run KEY [--wait D] [--lease D [--renew]] [--kill-grace D] -- CMD ARGS...
-//!                                  run CMD while holding KEY
+//! rlock run KEY [--wait D] [--lease D [--renew]] [--kill-grace D] [--kill-leftovers]
+//!           -- CMD ARGS...         run CMD while holding KEY
 //! rlock info KEY                   show who holds KEY (exit 1: free, 2: error)
 //! rlock release KEY --force        remove KEY's lock, whoever holds it
 //! ```
@@ -16,30 +16,36 @@
 //!
 //! `run` holds the lock with the watchdog (or a fixed `--lease`) while CMD runs, gives CMD
 //! `RLOCK_KEY`, `RLOCK_OWNER` and `RLOCK_TOKEN` (the fencing token) in its environment, and
-//! releases the lock when CMD exits. CMD runs in a process group of its own (see
-//! `group.rs`): `SIGINT`, `SIGTERM` and `SIGHUP` are passed on to the whole group; when the
-//! lock is lost, the group gets `SIGTERM`, then `SIGKILL` after `--kill-grace`; if `rlock`
-//! dies, the kernel and a guardian process stop the group.
+//! releases the lock once CMD's process group is empty. `supervise.rs` tells how the group
+//! is stopped before the lock may pass on, `signals.rs` which signals are passed on, and
+//! `group.rs` what stops the group if `rlock` dies.
 //!
 //! Exit status of `run`: CMD's own (128 + n if a signal n ended it); 75 when `--wait` ran
-//! out; 76 when the lock was lost while CMD ran (CMD is stopped); 126/127 when CMD cannot be
-//! run / is not found; 1 on any other error.
+//! out; 76 when the lock was lost, or its lease was about to end, while CMD ran (CMD is
+//! stopped); 126/127 when CMD cannot be run / is not found; 2 when `--kill-grace` does not
+//! fit in the lease; 1 on any other error.
 
+mod admin;
 mod duration;
 mod group;
 mod held;
+mod plan;
+mod signals;
 mod supervise;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rlock_client::{Client, ClientOptions, Error, LockInfo, LockOptions, RedLock};
+use rlock_client::{Client, ClientOptions, Error, LockOptions, RedLock};
 
 use duration::parse_duration;
 use held::Held;
+use plan::Plan;
 use supervise::supervise;
 
+/// `run`'s options do not fit together (as clap's usage errors).
+const EXIT_USAGE: u8 = 2;
 /// `--wait` ran out (`EX_TEMPFAIL`).
 const EXIT_TIMEOUT: u8 = 75;
 /// `info` could not tell (as `grep`: 0 found, 1 not found, 2 error).
@@ -70,11 +76,21 @@ enum Cmd {
     /// Run a command while holding a lock (a distributed `flock`).
     ///
     /// The command gets RLOCK_KEY, RLOCK_OWNER and RLOCK_TOKEN (the fencing token) in its
-    /// environment, and runs in a process group of its own that gets SIGINT, SIGTERM and
-    /// SIGHUP passed on, and is stopped when the lock is lost or rlock dies. Exit status: the
-    /// command's own (128 + n if signal n ended it); 75 when --wait ran out; 76 when the lock
-    /// was lost while the command ran (its group is stopped); 126/127 when the command cannot
-    /// be run / is not found; 1 on other errors.
+    /// environment, and runs in a process group of its own; the lock is released once every
+    /// process of that group ended (what the command leaves running keeps the lock, unless
+    /// --kill-leftovers). The group must be dead before the lock can pass to anyone else: if
+    /// the lease is about to end without renewal, the group gets SIGTERM --kill-grace before
+    /// the lease's safe end and SIGKILL at it; a lock found lost gets it SIGKILL at once; if
+    /// rlock dies, its guardian kills the group. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+    /// SIGUSR2 and SIGALRM sent to rlock are passed on to the group. Ctrl-Z (SIGTSTP) stops
+    /// the group, then rlock; the lease is not renewed while stopped, and on continuing with
+    /// less than --kill-grace of it left, the group is killed instead of continued.
+    ///
+    /// Exit status: the command's own (128 + n if signal n ended it); 75 when --wait ran out;
+    /// 76 when the lock was lost, or its lease was about to end, while the command ran (its
+    /// group is stopped); 126/127 when the command cannot be run / is not found; 2 when
+    /// --kill-grace does not fit in the lease; 1 on other errors (fewer than a majority of
+    /// several --url servers reachable included).
     Run {
         /// The lock's key.
         key: String,
@@ -89,10 +105,17 @@ enum Cmd {
         /// Renew the --lease with the watchdog (every third of it) while the command runs.
         #[arg(long, requires = "lease")]
         renew: bool,
-        /// How long the command's group has to exit after SIGTERM before SIGKILL, when the
-        /// lock is lost.
-        #[arg(long, value_parser = parse_duration, default_value = "5s")]
-        kill_grace: Duration,
+        /// How long before the lease's safe end, when it was not renewed, the command's group
+        /// gets SIGTERM (SIGKILL follows at the end); also how long leftovers have after
+        /// SIGTERM with --kill-leftovers. It must be shorter than the part of the lease rlock
+        /// counts on (with renewal: two thirds of it, less a margin). Default: 5s, or half
+        /// that part of a shorter lease.
+        #[arg(long, value_parser = parse_duration)]
+        kill_grace: Option<Duration>,
+        /// When the command exits, stop the processes it left running in its group (SIGTERM,
+        /// SIGKILL after --kill-grace) instead of keeping the lock until they end.
+        #[arg(long)]
+        kill_leftovers: bool,
         /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -116,7 +139,7 @@ enum Cmd {
 struct RunArgs {
     wait: Option<Duration>,
     options: LockOptions,
-    kill_grace: Duration,
+    plan: Plan,
 }
 
 #[tokio::main]
@@ -140,7 +163,6 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         .connect_timeout(cli.timeout)
         .response_timeout(cli.timeout)
         .keepalive(cli.timeout);
-    let clients = open(&cli.url, options).await?;
     match cli.command {
         Cmd::Run {
             key,
@@ -148,37 +170,33 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             lease,
             renew,
             kill_grace,
+            kill_leftovers,
             command,
         } => {
-            let options = match lease {
+            let lock_options = match lease {
                 Some(lease) => LockOptions::new().lease(lease).watchdog(renew),
                 None => LockOptions::new(),
             };
+            let Some(plan) = Plan::check(&lock_options, &options, kill_grace, kill_leftovers)
+            else {
+                return Ok(ExitCode::from(EXIT_USAGE));
+            };
             let args = RunArgs {
                 wait,
-                options,
-                kill_grace,
+                options: lock_options,
+                plan,
             };
-            match clients.as_slice() {
-                [client] => run_locked(client, &key, &args, &command).await,
-                _ => run_redlocked(cli.url.len(), clients, &key, &args, &command).await,
+            let clients = open(&cli.url, options).await?;
+            // By the servers named, not those reached: two of three down is no single server.
+            match (cli.url.len(), clients.as_slice()) {
+                (1, [client]) => run_locked(client, &key, &args, &command).await,
+                (servers, _) => run_redlocked(servers, clients, &key, &args, &command).await,
             }
         }
-        Cmd::Info { key } => info(&clients, &key).await,
+        Cmd::Info { key } => admin::info(&open(&cli.url, options).await?, &key).await,
         Cmd::Release { key, force } => {
-            if !force {
-                eprintln!("rlock: release takes the lock from its holder: add --force");
-                return Ok(ExitCode::from(2));
-            }
-            for client in &clients {
-                let removed = client.force_release(&key).await?;
-                let state = if removed { "released" } else { "was free" };
-                match clients.len() {
-                    1 => println!("{key}: {state}"),
-                    _ => println!("{key} on {}: {state}", client.server()),
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+            let clients = open(&cli.url, options).await?;
+            admin::force_release(&clients, &key, force).await
         }
     }
 }
@@ -198,28 +216,6 @@ async fn open(urls: &[String], options: ClientOptions) -> Result<Vec<Client>, Er
         }
     }
     Ok(clients)
-}
-
-/// `rlock info KEY`: 0 when held on some server (and who holds it), 1 when free.
-async fn info(clients: &[Client], key: &str) -> Result<ExitCode, Error> {
-    let mut held = false;
-    for client in clients {
-        if clients.len() > 1 {
-            println!("server: {}", client.server());
-        }
-        match client.info(key).await? {
-            Some(info) => {
-                print_info(key, &info);
-                held = true;
-            }
-            None => println!("{key}: free"),
-        }
-    }
-    Ok(if held {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 async fn run_locked(
@@ -251,6 +247,15 @@ async fn run_redlocked(
     args: &RunArgs,
     command: &[String],
 ) -> Result<ExitCode, Error> {
+    let needed = servers / 2 + 1;
+    if clients.len() < needed {
+        // No majority can grant: waiting would never end.
+        return Err(Error::NoQuorum {
+            key: key.to_owned(),
+            answered: clients.len(),
+            needed,
+        });
+    }
     let lock = RedLock::with_servers(servers, clients, key)?.options(args.options);
     let held = match lock.try_acquire(Duration::ZERO).await? {
         Some(guard) => Some(Held::Quorum(guard)),
@@ -282,7 +287,7 @@ async fn run_held(
     args: &RunArgs,
 ) -> Result<ExitCode, Error> {
     match held {
-        Some(held) => supervise(held, command, args.kill_grace).await,
+        Some(held) => supervise(held, command, args.plan).await,
         None => {
             eprintln!("rlock: gave up waiting for '{key}'");
             Ok(ExitCode::from(EXIT_TIMEOUT))
@@ -299,18 +304,6 @@ async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
         ),
         _ => eprintln!("rlock: waiting for '{key}' ({limit})"),
     }
-}
-
-fn print_info(key: &str, info: &LockInfo) {
-    println!("key: {key}");
-    println!("owner: {}", info.owner);
-    println!("holds: {}", info.holds);
-    match info.ttl {
-        Some(ttl) => println!("ttl: {}ms", ttl.as_millis()),
-        None => println!("ttl: none"),
-    }
-    println!("token: {}", info.token);
-    println!("waiters: {}", info.waiters);
 }
 
 /// How long `run` waits, as it says on stderr.
