@@ -249,7 +249,13 @@ async fn finish(
             Ok(ExitCode::from(EXIT_LOST))
         }
         (Err(Error::Lost { .. }) | Ok(()), Some(_)) => Ok(ExitCode::from(EXIT_LOST)),
-        (Err(e), _) => Err(e),
+        (Err(e), Some(_)) => {
+            // The command was stopped for the lock's sake: that is the news; the lock
+            // ends with its lease.
+            eprintln!("rlock: the lock was not released: {e}");
+            Ok(ExitCode::from(EXIT_LOST))
+        }
+        (Err(e), None) => Err(e),
         (Ok(()), None) => Ok(ExitCode::from(code)),
     }
 }

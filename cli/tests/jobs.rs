@@ -106,16 +106,16 @@ fn a_short_ctrl_z_continues_the_command() {
 fn what_the_command_leaves_running_keeps_the_lock_until_it_ends() {
     let server = Server::start();
     let started = Instant::now();
-    let (rlock, pgid) = start(&server, &[], "echo $$; sleep 1 & exit 0");
+    // The background job leaves the pipes alone: they do not tell when it ends.
+    let script = "echo $$; sleep 1 >/dev/null 2>&1 & exit 0";
+    let (mut rlock, pgid) = start(&server, &[], script);
     let _reap = Reap(pgid);
     assert!(server.info("job").is_some(), "not held");
+    let ended = poll(WITHIN, || matches!(rlock.try_wait(), Ok(Some(_))));
+    let left = group(pgid);
     let out = end(rlock);
-    assert!(out.status.success(), "{out:?}");
-    assert!(
-        group(pgid).is_empty(),
-        "released while {:?} ran",
-        group(pgid)
-    );
+    assert!(ended && out.status.success(), "{out:?}");
+    assert!(left.is_empty(), "released while {left:?} ran");
     assert!(started.elapsed() >= Duration::from_secs(1));
     assert_eq!(server.info("job"), None, "released");
 }

@@ -42,7 +42,7 @@ fn a_command_that_traps_sigterm_is_dead_before_the_next_holder_starts() {
     let url = format!("redis://first:pw@127.0.0.1:{}/", server.port());
     let stamping =
         format!("trap '' TERM; echo $$; while :; do date +%s%N >> {first}; sleep 0.01; done");
-    let options = ["--lease", "1s", "--renew", "--kill-grace", "300ms"];
+    let options = ["--lease", "1s", "--renew", "--kill-grace", "500ms"];
     let mut args = vec!["run", "job"];
     args.extend_from_slice(&options);
     args.extend_from_slice(&["--", "sh", "-c", &stamping]);
@@ -51,12 +51,16 @@ fn a_command_that_traps_sigterm_is_dead_before_the_next_holder_starts() {
     let _reap = Reap(pgid);
     assert!(poll(Duration::from_secs(5), || !stamps(&first).is_empty()));
 
-    let starting = format!("date +%s%N > {second}");
+    // The second command notes when it starts, and whether the first one's group lives.
+    let starting = format!(
+        "date +%s%N > {second}; if kill -0 -- -{pgid}; then echo alive; else echo dead; fi"
+    );
     let args = ["run", "job", "--wait", "30s", "--", "sh", "-c", &starting];
     let next = rlock(&server, &args).spawn().expect("spawn rlock");
     let queued = || server.info("job").is_some_and(|info| info.waiters == 1);
     assert!(poll(Duration::from_secs(5), queued), "never queued");
-    let forbid = ["ACL", "SETUSER", "first", "-lock.renew"];
+    // Nor may it release: the second holder gets the lock when the lease ends on the server.
+    let forbid = ["ACL", "SETUSER", "first", "-lock.renew", "-lock.release"];
     assert_eq!(server.cmd::<String>(&forbid), "OK");
 
     let out = end(holder, Duration::from_secs(10));
@@ -66,6 +70,8 @@ fn a_command_that_traps_sigterm_is_dead_before_the_next_holder_starts() {
     assert!(group(pgid).is_empty(), "survivors: {:?}", group(pgid));
     let out = end(next, Duration::from_secs(10));
     assert!(out.status.success(), "{out:?}");
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(seen, "dead\n", "the first command's group lived on");
     let last = *stamps(&first).last().expect("stamps of the first command");
     let started = stamps(&second)[0];
     assert!(
