@@ -30,6 +30,7 @@ mod duration;
 mod group;
 mod held;
 mod plan;
+mod run;
 mod signals;
 mod supervise;
 
@@ -37,17 +38,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rlock_client::{Client, ClientOptions, Error, LockOptions, RedLock};
+use rlock_client::{Client, ClientOptions, Error};
 
 use duration::parse_duration;
-use held::Held;
-use plan::Plan;
-use supervise::supervise;
+use run::RunCmd;
 
-/// `run`'s options do not fit together (as clap's usage errors).
-const EXIT_USAGE: u8 = 2;
-/// `--wait` ran out (`EX_TEMPFAIL`).
-const EXIT_TIMEOUT: u8 = 75;
 /// `info` could not tell (as `grep`: 0 found, 1 not found, 2 error).
 const EXIT_INFO_ERROR: u8 = 2;
 
@@ -80,7 +75,7 @@ enum Cmd {
     /// process of that group ended (what the command leaves running keeps the lock, unless
     /// --kill-leftovers). The group must be dead before the lock can pass to anyone else: if
     /// the lease is about to end without renewal, the group gets SIGTERM --kill-grace before
-    /// the lease's safe end and SIGKILL at it; a lock found lost gets it SIGKILL at once; if
+    /// the lease's safe end and SIGKILL just before it; a lock found lost, SIGKILL at once; if
     /// rlock dies, its guardian kills the group. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
     /// SIGUSR2 and SIGALRM sent to rlock are passed on to the group. Ctrl-Z (SIGTSTP) stops
     /// the group, then rlock; the lease is not renewed while stopped, and on continuing with
@@ -91,35 +86,7 @@ enum Cmd {
     /// group is stopped); 126/127 when the command cannot be run / is not found; 2 when
     /// --kill-grace does not fit in the lease; 1 on other errors (fewer than a majority of
     /// several --url servers reachable included).
-    Run {
-        /// The lock's key.
-        key: String,
-        /// Give up after this long (e.g. 500ms, 0.5, 10s, 2m; a bare number is seconds).
-        /// Without it, wait as long as it takes.
-        #[arg(long, value_parser = parse_duration)]
-        wait: Option<Duration>,
-        /// A fixed lease instead of the renewing watchdog (the lock ends when it runs out,
-        /// and the command is then stopped), unless --renew is given too.
-        #[arg(long, value_parser = parse_duration)]
-        lease: Option<Duration>,
-        /// Renew the --lease with the watchdog (every third of it) while the command runs.
-        #[arg(long, requires = "lease")]
-        renew: bool,
-        /// How long before the lease's safe end, when it was not renewed, the command's group
-        /// gets SIGTERM (SIGKILL follows at the end); also how long leftovers have after
-        /// SIGTERM with --kill-leftovers. It must be shorter than the part of the lease rlock
-        /// counts on (with renewal: two thirds of it, less a margin). Default: 5s, or half
-        /// that part of a shorter lease.
-        #[arg(long, value_parser = parse_duration)]
-        kill_grace: Option<Duration>,
-        /// When the command exits, stop the processes it left running in its group (SIGTERM,
-        /// SIGKILL after --kill-grace) instead of keeping the lock until they end.
-        #[arg(long)]
-        kill_leftovers: bool,
-        /// The command and its arguments, after `--`.
-        #[arg(last = true, required = true)]
-        command: Vec<String>,
-    },
+    Run(RunCmd),
     /// Show who holds a lock; exits 1 when it is free, 2 on errors.
     Info {
         /// The lock's key.
@@ -133,13 +100,6 @@ enum Cmd {
         #[arg(long)]
         force: bool,
     },
-}
-
-/// How `run` holds the lock and runs the command.
-struct RunArgs {
-    wait: Option<Duration>,
-    options: LockOptions,
-    plan: Plan,
 }
 
 #[tokio::main]
@@ -164,35 +124,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         .response_timeout(cli.timeout)
         .keepalive(cli.timeout);
     match cli.command {
-        Cmd::Run {
-            key,
-            wait,
-            lease,
-            renew,
-            kill_grace,
-            kill_leftovers,
-            command,
-        } => {
-            let lock_options = match lease {
-                Some(lease) => LockOptions::new().lease(lease).watchdog(renew),
-                None => LockOptions::new(),
-            };
-            let Some(plan) = Plan::check(&lock_options, &options, kill_grace, kill_leftovers)
-            else {
-                return Ok(ExitCode::from(EXIT_USAGE));
-            };
-            let args = RunArgs {
-                wait,
-                options: lock_options,
-                plan,
-            };
-            let clients = open(&cli.url, options).await?;
-            // By the servers named, not those reached: two of three down is no single server.
-            match (cli.url.len(), clients.as_slice()) {
-                (1, [client]) => run_locked(client, &key, &args, &command).await,
-                (servers, _) => run_redlocked(servers, clients, &key, &args, &command).await,
-            }
-        }
+        Cmd::Run(run) => run.run(&cli.url, options).await,
         Cmd::Info { key } => admin::info(&open(&cli.url, options).await?, &key).await,
         Cmd::Release { key, force } => {
             let clients = open(&cli.url, options).await?;
@@ -216,97 +148,4 @@ async fn open(urls: &[String], options: ClientOptions) -> Result<Vec<Client>, Er
         }
     }
     Ok(clients)
-}
-
-async fn run_locked(
-    client: &Client,
-    key: &str,
-    args: &RunArgs,
-    command: &[String],
-) -> Result<ExitCode, Error> {
-    let lock = client.lock(key).options(args.options);
-    let held = match lock.try_acquire(Duration::ZERO).await? {
-        Some(guard) => Some(Held::One(guard)),
-        None => {
-            announce_wait(client, key, args.wait).await;
-            let granted = match args.wait {
-                Some(limit) => lock.try_acquire(limit).await?,
-                None => Some(lock.acquire().await?),
-            };
-            granted.map(|guard| acquired_after_waiting(Held::One(guard)))
-        }
-    };
-    run_held(key, held, command, args).await
-}
-
-/// `run` over several independent servers: a RedLock, granted by a majority of them.
-async fn run_redlocked(
-    servers: usize,
-    clients: Vec<Client>,
-    key: &str,
-    args: &RunArgs,
-    command: &[String],
-) -> Result<ExitCode, Error> {
-    let needed = servers / 2 + 1;
-    if clients.len() < needed {
-        // No majority can grant: waiting would never end.
-        return Err(Error::NoQuorum {
-            key: key.to_owned(),
-            answered: clients.len(),
-            needed,
-        });
-    }
-    let lock = RedLock::with_servers(servers, clients, key)?.options(args.options);
-    let held = match lock.try_acquire(Duration::ZERO).await? {
-        Some(guard) => Some(Held::Quorum(guard)),
-        None => {
-            let limit = wait_limit_text(args.wait);
-            let quorum = lock.quorum();
-            eprintln!("rlock: waiting for '{key}' ({limit}) on {quorum} of {servers} servers");
-            let granted = match args.wait {
-                Some(limit) => lock.try_acquire(limit).await?,
-                None => Some(lock.acquire().await?),
-            };
-            granted.map(|guard| acquired_after_waiting(Held::Quorum(guard)))
-        }
-    };
-    run_held(key, held, command, args).await
-}
-
-/// Says on stderr that a lock waited for was acquired.
-fn acquired_after_waiting(held: Held) -> Held {
-    eprintln!("rlock: acquired '{}' (token {})", held.key(), held.token());
-    held
-}
-
-/// Runs the command under `held`, or gives up when the wait ran out (`None`).
-async fn run_held(
-    key: &str,
-    held: Option<Held>,
-    command: &[String],
-    args: &RunArgs,
-) -> Result<ExitCode, Error> {
-    match held {
-        Some(held) => supervise(held, command, args.plan).await,
-        None => {
-            eprintln!("rlock: gave up waiting for '{key}'");
-            Ok(ExitCode::from(EXIT_TIMEOUT))
-        }
-    }
-}
-
-async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
-    let limit = wait_limit_text(wait);
-    match client.info(key).await {
-        Ok(Some(info)) => eprintln!(
-            "rlock: waiting for '{key}' ({limit}): held by {} (token {}, {} queued before us)",
-            info.owner, info.token, info.waiters
-        ),
-        _ => eprintln!("rlock: waiting for '{key}' ({limit})"),
-    }
-}
-
-/// How long `run` waits, as it says on stderr.
-fn wait_limit_text(wait: Option<Duration>) -> String {
-    wait.map_or("no limit".to_owned(), |w| format!("at most {w:?}"))
 }

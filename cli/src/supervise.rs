@@ -81,16 +81,7 @@ pub async fn supervise(held: Held, command: &[String], plan: Plan) -> Result<Exi
             return Ok(ExitCode::from(if not_found { 127 } else { 126 }));
         }
     };
-    let mut run = Supervisor {
-        held: &held,
-        group,
-        plan,
-        program,
-        status: None,
-        ending: None,
-        kill_at: None,
-        killed: false,
-    };
+    let mut run = Supervisor::new(&held, group, plan, program);
     run.until_empty(&mut signals).await;
     let Supervisor {
         mut group,
@@ -112,7 +103,20 @@ fn start(held: &Held, program: &str, args: &[String]) -> io::Result<Group> {
     Group::spawn(cmd)
 }
 
-impl Supervisor<'_> {
+impl<'a> Supervisor<'a> {
+    fn new(held: &'a Held, group: Group, plan: Plan, program: &'a str) -> Supervisor<'a> {
+        Supervisor {
+            held,
+            group,
+            plan,
+            program,
+            status: None,
+            ending: None,
+            kill_at: None,
+            killed: false,
+        }
+    }
+
     /// Supervises the group until every process of it ended.
     async fn until_empty(&mut self, signals: &mut Signals) {
         loop {
