@@ -46,7 +46,7 @@ fn end(mut child: Child) -> std::process::Output {
 #[test]
 fn ctrl_z_stops_the_command_and_a_stop_past_the_lease_kills_it() {
     let server = Server::start();
-    let options = ["--lease", "1s", "--renew", "--kill-grace", "200ms"];
+    let options = ["--lease", "2s", "--renew", "--kill-grace", "200ms"];
     let (rlock, pgid) = start(&server, &options, "echo $$; sleep 100 & sleep 100");
     let _reap = Reap(pgid);
     assert!(poll(WITHIN, || group(pgid).len() == 3));

@@ -42,7 +42,9 @@ fn a_command_that_traps_sigterm_is_dead_before_the_next_holder_starts() {
     let url = format!("redis://first:pw@127.0.0.1:{}/", server.port());
     let stamping =
         format!("trap '' TERM; echo $$; while :; do date +%s%N >> {first}; sleep 0.01; done");
-    let options = ["--lease", "1s", "--renew", "--kill-grace", "500ms"];
+    // 300 ms of grace leave the renewals (every 333 ms) over 300 ms to be late before the
+    // lease counts as ending.
+    let options = ["--lease", "1s", "--renew", "--kill-grace", "300ms"];
     let mut args = vec!["run", "job"];
     args.extend_from_slice(&options);
     args.extend_from_slice(&["--", "sh", "-c", &stamping]);
