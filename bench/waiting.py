@@ -16,7 +16,8 @@
       push: every wait over one RESP3 connection; pull: waits sent on one connection name a
       second one that collects grants with two pipelined GRANTS calls (push and pull need the
       prototype). Prints grants/s and the server's commandstats and used_cpu µs per grant:
-      wall-clock figures that move with the machine's load. WAITING_KEY sets the lock's key.
+      wall-clock figures that move with the machine's load. WAITING_KEY sets the lock's key;
+      WAITING_MS the WAIT of the memory runs' waits (default 0: no limit, no timer).
 
 Needs only python3 (raw RESP on sockets). For N clients, raise `ulimit -n` above N + 100.
 """
@@ -139,6 +140,10 @@ def settle(c, name, want):
     sys.exit("%s never reached %d" % (name, want))
 
 
+# The WAIT of the memory runs' waits: 0 (no limit, no timer) unless WAITING_MS says.
+WAIT_MS = os.environ.get("WAITING_MS", "0")
+
+
 def open_many(port, n, kind, keys):
     conns = []
     if kind == "push":
@@ -147,7 +152,7 @@ def open_many(port, n, kind, keys):
         cid = c.call("CLIENT", "ID")
         c.call("SUBSCRIBE", "rlock:grant:%d" % cid)
         for i in range(n):
-            c.send("LOCK.ACQUIRE", "lock:%d" % (i % keys), "w-%d:1" % i, "WAIT", "0", "PUSH")
+            c.send("LOCK.ACQUIRE", "lock:%d" % (i % keys), "w-%d:1" % i, "WAIT", WAIT_MS, "PUSH")
         for _ in range(n):
             reply = c.read()
             assert isinstance(reply, int) and reply < 0, reply
@@ -167,7 +172,7 @@ def open_many(port, n, kind, keys):
             c.call("HELLO", "3")
             c.call("CLIENT", "TRACKING", "on")
         elif kind == "wait":
-            c.send("LOCK.ACQUIRE", "lock:%d" % (i % keys), "w-%d:1" % i, "WAIT", "0")
+            c.send("LOCK.ACQUIRE", "lock:%d" % (i % keys), "w-%d:1" % i, "WAIT", WAIT_MS)
         conns.append(c)
     return conns
 
@@ -203,6 +208,21 @@ def memory(server, module, n, kind, keys):
 KEY = os.environ.get("WAITING_KEY", "lock:contend:%d" % os.getpid())
 
 
+# Release sent -> the next holder's grant read, in seconds (wall-clock, client included).
+GAPS = []
+RELEASED_AT = [None]
+
+
+def released():
+    RELEASED_AT[0] = time.perf_counter()
+
+
+def granted():
+    if RELEASED_AT[0] is not None:
+        GAPS.append(time.perf_counter() - RELEASED_AT[0])
+        RELEASED_AT[0] = None
+
+
 def stats(c):
     text = c.call("INFO", "everything").decode()
     usec, cpu, handoffs = 0, 0.0, 0
@@ -224,9 +244,12 @@ def contend(port, n, seconds, how):
     grants = run(port, n, seconds)
     usec, cpu, handoffs = stats(admin)
     assert handoffs - before[2] >= grants, "the server handed off fewer locks than were seen"
-    print("%s: %d waits, %.0f grants/s, %.2f commandstats µs and %.2f used_cpu µs per grant"
+    gaps = sorted(GAPS)
+    p50, p99 = (1e6 * gaps[int(q * (len(gaps) - 1))] for q in (0.5, 0.99))
+    print("%s: %d waits, %.0f grants/s, %.2f commandstats µs and %.2f used_cpu µs per grant; "
+          "release -> grant p50 %.0f µs, p99 %.0f µs"
           % (how, n, grants / seconds, (usec - before[0]) / grants,
-             1e6 * (cpu - before[1]) / grants))
+             1e6 * (cpu - before[1]) / grants, p50, p99))
 
 
 def contend_block(port, n, seconds):
@@ -247,6 +270,8 @@ def contend_block(port, n, seconds):
                 reply = c.read()
                 if reply != 0:
                     assert isinstance(reply, int) and reply > 0, reply
+                    granted()
+                    released()
                     c.send("LOCK.RELEASE", KEY, c.owner)
                     c.send("LOCK.ACQUIRE", KEY, c.owner, "LEASE", "30000", "WAIT", "0")
                     grants += 1
@@ -297,6 +322,8 @@ def contend_pull(port, n, seconds):
                 g.send("LOCK.ACQUIRE", "x", "x", "GRANTS")
                 for wid in reply[0::2]:
                     owner = owner_of.pop(wid)
+                    granted()
+                    released()
                     c.send("LOCK.RELEASE", KEY, owner)
                     queue(owner)
                     requeued.append(owner)
@@ -321,6 +348,7 @@ def contend_push(port, n, seconds):
     grants, end = 0, time.time() + seconds
     while time.time() < end:
         # Release the holding, queue its owner again, and wait for the pushed grant.
+        released()
         c.send("LOCK.RELEASE", KEY, held)
         c.send("LOCK.ACQUIRE", KEY, held, "LEASE", "30000", "WAIT", "0", "PUSH")
         got, queued = None, None
@@ -329,6 +357,7 @@ def contend_push(port, n, seconds):
             if isinstance(reply, tuple):
                 wid, _token = reply[1][2].split()
                 got = owner_of.pop(int(wid))
+                granted()
             elif isinstance(reply, int) and reply < 0:
                 queued = -reply
             elif isinstance(reply, int) and reply == 0:
