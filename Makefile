@@ -85,8 +85,8 @@ lint: ## Check formatting and run clippy with warnings as errors
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
-doc: ## Build the API docs
-	$(CARGO) doc --workspace --no-deps
+doc: ## Build the client crate's API docs; a warning fails
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -p rlock-client --no-deps
 
 clean: ## Remove build output
 	$(CARGO) clean
