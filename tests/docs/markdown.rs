@@ -59,8 +59,7 @@ pub fn blocks(text: &str) -> Vec<Block> {
     let mut found = Vec::new();
     let mut open: Option<Block> = None;
     for (n, line) in text.lines().enumerate() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (open.take(), fence) {
+        match (open.take(), fence(line)) {
             (None, Some(info)) => {
                 open = Some(Block {
                     info: info.trim().to_owned(),
@@ -79,12 +78,22 @@ pub fn blocks(text: &str) -> Vec<Block> {
     found
 }
 
+/// The info string of a fence line (```` ```rust ````); as in CommonMark, a line whose
+/// "info string" holds a backtick is inline code, not a fence.
+fn fence(line: &str) -> Option<&str> {
+    let info = line
+        .trim_start()
+        .strip_prefix("```")?
+        .trim_start_matches('`');
+    (!info.contains('`')).then_some(info)
+}
+
 /// The lines outside fenced blocks, with their numbers.
 fn prose(text: &str) -> Vec<(usize, String)> {
     let mut inside = false;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
+        if fence(line).is_some() {
             inside = !inside;
             continue;
         }
