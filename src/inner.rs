@@ -5,8 +5,14 @@
 //!
 //! The call's flags: `!` replicates the command's effects (never `LOCK.FENCED` itself),
 //! `C` checks the caller's ACL for the command and its keys, `M` refuses it when
-//! `maxmemory` is reached and it may use memory, `E` returns the server's own error text
-//! (where the server knows the flag), `0` answers in the caller's protocol.
+//! `maxmemory` is reached and it may use memory, `0` answers in the caller's protocol.
+//! Not `E` (errors before the command runs as error replies): its texts differ between
+//! servers (Redis 7.0 answers an ACL denial with `ERR acl verification failed`), and
+//! clients match the `NOPERM` code, so the module answers those errors itself, from
+//! `errno`, the same on every server. Not `S` (script mode) either: it refuses `EVAL` and
+//! `FCALL`, which `LOCK.FENCED` exists to run; what it would refuse besides (blocking and
+//! transaction commands) `fence.rs` refuses by name, and `LOCK.FENCED` is itself a
+//! `write` command, so Redis refuses it where a script's writes would be refused.
 
 use std::ffi::{c_int, c_void, CString};
 use std::io;
@@ -146,5 +152,5 @@ pub fn call_and_reply(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>) -> Result<(
 }
 
 fn call_flags() -> &'static std::ffi::CStr {
-    c"!CME0v"
+    c"!CM0v"
 }

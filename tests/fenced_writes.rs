@@ -1,0 +1,284 @@
+//! `LOCK.FENCED key owner token command [arg ...]`: a command that runs only while its lock
+//! is held by that holding. Refusals change nothing; a holder paused past its lease cannot
+//! write. ACL, replication and Cluster are in `fenced_writes/topology.rs`.
+
+mod support;
+
+#[path = "fenced_writes/topology.rs"]
+mod topology;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use redis::Value;
+use support::{expect_error, int, keyspace, raw, text_of, wait_until, Server};
+
+/// Longer than any lease the tests use, with room for a loaded machine.
+const SETTLE: Duration = Duration::from_secs(10);
+
+fn fenced<'a>(key: &'a str, owner: &'a str, token: &'a str, command: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["LOCK.FENCED", key, owner, token];
+    args.extend_from_slice(command);
+    args
+}
+
+#[test]
+fn a_fenced_write_runs_while_the_holding_is_current_and_returns_its_reply() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let token = int(&mut con, &["LOCK.ACQUIRE", "lock:{o}", "a"]).to_string();
+    let hset = fenced("lock:{o}", "a", &token, &["HSET", "{o}:data", "f", "v"]);
+    assert_eq!(int(&mut con, &hset), 1);
+    let script = "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])";
+    let eval = ["EVAL", script, "2", "{o}:a", "{o}:n", "x"];
+    assert_eq!(int(&mut con, &fenced("lock:{o}", "a", &token, &eval)), 1);
+    let get = raw(
+        &mut con,
+        &fenced("lock:{o}", "a", &token, &["GET", "{o}:a"]),
+    );
+    assert_eq!(text_of(&get).as_deref(), Some("x"));
+    // The reply comes in the caller's protocol: a map for RESP3.
+    let mut resp3 = server.conn_resp3();
+    let all = raw(
+        &mut resp3,
+        &fenced("lock:{o}", "a", &token, &["HGETALL", "{o}:data"]),
+    );
+    assert!(matches!(all, Value::Map(ref m) if m.len() == 1), "{all:?}");
+    // An error of the command itself comes back as it is.
+    let wrong = fenced("lock:{o}", "a", &token, &["LPUSH", "{o}:data", "x"]);
+    expect_error(&mut con, &wrong, support::WRONGTYPE);
+}
+
+#[test]
+fn a_stranger_or_an_older_holding_is_refused_and_changes_nothing() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let old = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    int(&mut con, &["LOCK.RELEASE", "k", "a"]);
+    let new = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    let before = keyspace(&mut con);
+    let stale = fenced("k", "a", &old, &["SET", "d", "stale"]);
+    let text = format!("FENCED lock 'k' is held by 'a' with a newer token ({new}), not {old}");
+    expect_error(&mut con, &stale, &text);
+    let stranger = fenced("k", "b", &new, &["SET", "d", "stale"]);
+    expect_error(&mut con, &stranger, "NOTHELD lock 'k' is not held by 'b'");
+    let free = fenced("free", "a", &new, &["SET", "d", "stale"]);
+    expect_error(&mut con, &free, "NOTHELD lock 'free' is not held by 'a'");
+    assert_eq!(keyspace(&mut con), before);
+}
+
+#[test]
+fn what_cannot_be_atomic_or_safe_is_refused_before_anything_runs() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    let before = keyspace(&mut con);
+    let refused = |command: &[&str], why: &str| {
+        let name = command[0];
+        (
+            fenced("k", "a", &t, command)
+                .into_iter()
+                .map(String::from)
+                .collect::<Vec<_>>(),
+            format!("ERR LOCK.FENCED refuses '{name}': {why}"),
+        )
+    };
+    let cases = [
+        refused(&["BLPOP", "l", "0"], "it may block"),
+        refused(
+            &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"],
+            "it may block",
+        ),
+        refused(
+            &["MULTI"],
+            "transactions and subscriptions cannot run inside it",
+        ),
+        refused(
+            &["WATCH", "d"],
+            "transactions and subscriptions cannot run inside it",
+        ),
+        refused(
+            &["FLUSHALL"],
+            "it names no key, so nothing ties it to the lock",
+        ),
+        refused(
+            &["EVAL", "return redis.call('DEL', 'k')", "0"],
+            "it names no key, so nothing ties it to the lock",
+        ),
+        refused(&["DEL", "d", "k"], "it may write the lock's own key"),
+        refused(&["RENAME", "d", "k"], "it may write the lock's own key"),
+        refused(
+            &["EVAL", "return 1", "1", "k"],
+            "it may write the lock's own key",
+        ),
+        refused(
+            &["LOCK.RELEASE", "k", "a"],
+            "lock commands cannot run inside it",
+        ),
+        refused(
+            &["lock.fenced", "k", "a", "1", "SET", "d", "v"],
+            "lock commands cannot run inside it",
+        ),
+    ];
+    for (args, text) in &cases {
+        expect_error(&mut con, args, text);
+    }
+    expect_error(
+        &mut con,
+        &fenced("k", "a", &t, &["NOSUCH", "d"]),
+        "ERR unknown command 'NOSUCH' in LOCK.FENCED",
+    );
+    expect_error(
+        &mut con,
+        &fenced("k", "a", &t, &["HSET", "d"]),
+        "ERR wrong number of arguments for 'HSET' in LOCK.FENCED",
+    );
+    expect_error(
+        &mut con,
+        &["LOCK.FENCED", "k", "a", &t],
+        "ERR wrong number of arguments for 'lock.fenced' command",
+    );
+    expect_error(
+        &mut con,
+        &fenced("k", "a", "x", &["SET", "d", "v"]),
+        "ERR TOKEN is not an integer or out of range",
+    );
+    expect_error(
+        &mut con,
+        &fenced("k", "a", "-1", &["SET", "d", "v"]),
+        "ERR TOKEN must not be negative",
+    );
+    assert_eq!(keyspace(&mut con), before);
+}
+
+#[test]
+fn an_inner_write_is_refused_at_maxmemory_but_a_read_runs() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    int(&mut con, &fenced("k", "a", &t, &["HSET", "d", "f", "v"]));
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", "1"]),
+        Value::Okay
+    );
+    let reply = raw(&mut con, &fenced("k", "a", &t, &["HSET", "d", "g", "v"]));
+    let error = support::error_text(&reply).unwrap_or_default();
+    assert!(error.starts_with("OOM command not allowed"), "{reply:?}");
+    assert_eq!(int(&mut con, &fenced("k", "a", &t, &["HLEN", "d"])), 1);
+}
+
+/// A process that will send `LOCK.FENCED` with the holding it had, stopped (SIGSTOP)
+/// before it can: `sh` waits for a line on its stdin, then becomes `redis-cli`.
+struct Paused(std::process::Child);
+
+impl Paused {
+    fn start(port: u16, args: &[&str]) -> Paused {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("read go && exec redis-cli -p \"$0\" \"$@\"")
+            .arg(port.to_string())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        signal(child.id(), "STOP");
+        // Its go-ahead waits in the pipe until the process runs again.
+        let stdin = child.stdin.as_mut().expect("stdin");
+        stdin.write_all(b"go\n").expect("write go");
+        Paused(child)
+    }
+
+    /// Resumes the process; its reply.
+    fn resume(self) -> String {
+        signal(self.0.id(), "CONT");
+        let out = self.0.wait_with_output().expect("redis-cli output");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {pid}");
+}
+
+#[test]
+fn a_holder_paused_past_its_lease_cannot_write_in_twenty_rounds() {
+    let server = Server::start();
+    let mut con = server.conn();
+    for round in 0..20 {
+        let old = int(&mut con, &["LOCK.ACQUIRE", "lock:{o}", "p", "LEASE", "200"]).to_string();
+        let stale = format!("stale-{round}");
+        let write = fenced("lock:{o}", "p", &old, &["RPUSH", "{o}:log", &stale]);
+        let paused = Paused::start(server.port(), &write);
+        let expired = wait_until(SETTLE, || int(&mut con, &["EXISTS", "lock:{o}"]) == 0);
+        assert!(expired, "the lease did not run out");
+        // Every other round the new holder has the same owner id: a newer holding.
+        let owner = if round % 2 == 0 { "q" } else { "p" };
+        let new = int(
+            &mut con,
+            &["LOCK.ACQUIRE", "lock:{o}", owner, "LEASE", "60000"],
+        )
+        .to_string();
+        let fresh = format!("fresh-{round}");
+        int(
+            &mut con,
+            &fenced("lock:{o}", owner, &new, &["RPUSH", "{o}:log", &fresh]),
+        );
+        let reply = paused.resume();
+        let code = if owner == "p" { "FENCED" } else { "NOTHELD" };
+        assert!(reply.starts_with(code), "round {round}: {reply:?}");
+        int(&mut con, &["LOCK.RELEASE", "lock:{o}", owner]);
+    }
+    let log = match raw(&mut con, &["LRANGE", "{o}:log", "0", "-1"]) {
+        Value::Array(items) => items.iter().filter_map(text_of).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    let fresh: Vec<String> = (0..20).map(|r| format!("fresh-{r}")).collect();
+    assert_eq!(log, fresh, "only the new holders' writes land");
+}
+
+#[test]
+fn random_arguments_never_take_the_server_down() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    let words = [
+        "",
+        "k",
+        "a",
+        "0",
+        "-1",
+        &t,
+        "SET",
+        "EVAL",
+        "LOCK.FENCED",
+        "LOCK.INFO",
+        "GET",
+        "\u{0}x",
+        "MULTI",
+        "99999999999999999999",
+        "CONFIG",
+        "numkeys",
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..3000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = (seed % 9) as usize;
+        let mut args = vec!["LOCK.FENCED"];
+        args.extend((0..n).map(|i| words[((seed >> (4 * i + 8)) % 16) as usize]));
+        let _ = raw(&mut con, &args);
+    }
+    let mut huge = fenced("k", "a", &t, &["MSET"]);
+    let pairs: Vec<String> = (0..200_000).map(|i| format!("x{}", i / 2)).collect();
+    huge.extend(pairs.iter().map(String::as_str));
+    assert_eq!(raw(&mut con, &huge), Value::Okay);
+    assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
+    assert!(!server.log().contains("panic"), "{}", server.log());
+}
