@@ -126,6 +126,9 @@ pub enum Refusal {
     NoKeys,
     /// It may write, move or delete the lock's own key.
     LockKey,
+    /// A script (`EVAL`, `FCALL`, ...) while `LOCK.FENCED` itself runs in a script: Redis
+    /// cannot run a script inside a script.
+    NestedScript,
 }
 
 impl fmt::Display for FenceError {
@@ -180,6 +183,7 @@ impl Refusal {
             Refusal::LockCommand => "lock commands cannot run inside it",
             Refusal::NoKeys => "it names no key, so nothing ties it to the lock",
             Refusal::LockKey => "it may write the lock's own key",
+            Refusal::NestedScript => "a script cannot run inside a script",
         }
     }
 }

@@ -175,6 +175,10 @@ fn fenced_errors_say_why_the_inner_command_did_not_run() {
         refused(Refusal::LockKey),
         "ERR LOCK.FENCED refuses 'blpop': it may write the lock's own key"
     );
+    assert_eq!(
+        refused(Refusal::NestedScript),
+        "ERR LOCK.FENCED refuses 'blpop': a script cannot run inside a script"
+    );
 }
 
 #[test]

@@ -65,12 +65,28 @@ const TRANSACTION: [&str; 11] = [
     "sunsubscribe",
 ];
 
-/// Why the inner command `argv` (its name first) cannot run fenced, by its name alone.
-pub fn refusal(argv: &[&[u8]]) -> Option<Refusal> {
+/// Commands that run a script or a function.
+const SCRIPTS: [&str; 6] = [
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+/// Why the inner command `argv` (its name first) cannot run fenced, by its name alone;
+/// `in_script`: `LOCK.FENCED` itself runs inside a script or a function.
+pub fn refusal(argv: &[&[u8]], in_script: bool) -> Option<Refusal> {
     let name = argv.first()?;
     let is = |list: &[&str]| list.iter().any(|n| name.eq_ignore_ascii_case(n.as_bytes()));
     let stream_read = is(&["xread", "xreadgroup"]);
-    if is(&BLOCKING) || (stream_read && argv.iter().any(|a| a.eq_ignore_ascii_case(b"block"))) {
+    if in_script && is(&SCRIPTS) {
+        // Redis asserts that no script runs when one starts: it would crash.
+        Some(Refusal::NestedScript)
+    } else if is(&BLOCKING)
+        || (stream_read && argv.iter().any(|a| a.eq_ignore_ascii_case(b"block")))
+    {
         Some(Refusal::Blocking)
     } else if is(&TRANSACTION) {
         Some(Refusal::Transaction)

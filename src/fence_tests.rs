@@ -54,32 +54,53 @@ fn parse_never_panics_on_any_short_argument_list() {
         for seed in 0..216usize {
             let argv: Vec<&[u8]> = (0..n).map(|i| words[(seed >> i) % 6]).collect();
             let _ = parse(&argv);
-            let _ = refusal(&argv);
+            let _ = refusal(&argv, n % 2 == 0);
         }
     }
 }
 
 #[test]
 fn blocking_transaction_and_lock_commands_are_refused() {
-    assert_eq!(refusal(&[b"BLPOP", b"l", b"0"]), Some(Refusal::Blocking));
     assert_eq!(
-        refusal(&[b"xread", b"BLOCK", b"0", b"STREAMS", b"s", b"$"]),
+        refusal(&[b"BLPOP", b"l", b"0"], false),
         Some(Refusal::Blocking)
     );
-    assert_eq!(refusal(&[b"XREAD", b"STREAMS", b"s", b"0"]), None);
-    assert_eq!(refusal(&[b"Multi"]), Some(Refusal::Transaction));
-    assert_eq!(refusal(&[b"WATCH", b"k"]), Some(Refusal::Transaction));
     assert_eq!(
-        refusal(&[b"lock.fenced", b"k", b"o", b"1", b"SET", b"a", b"b"]),
+        refusal(&[b"xread", b"BLOCK", b"0", b"STREAMS", b"s", b"$"], false),
+        Some(Refusal::Blocking)
+    );
+    assert_eq!(refusal(&[b"XREAD", b"STREAMS", b"s", b"0"], false), None);
+    assert_eq!(refusal(&[b"Multi"], false), Some(Refusal::Transaction));
+    assert_eq!(
+        refusal(&[b"WATCH", b"k"], false),
+        Some(Refusal::Transaction)
+    );
+    assert_eq!(
+        refusal(
+            &[b"lock.fenced", b"k", b"o", b"1", b"SET", b"a", b"b"],
+            false
+        ),
         Some(Refusal::LockCommand)
     );
     assert_eq!(
-        refusal(&[b"LOCK.RELEASE", b"k", b"o"]),
+        refusal(&[b"LOCK.RELEASE", b"k", b"o"], false),
         Some(Refusal::LockCommand)
     );
-    assert_eq!(refusal(&[b"HSET", b"d", b"f", b"v"]), None);
-    assert_eq!(refusal(&[b"EVAL", b"return 1", b"0"]), None);
-    assert_eq!(refusal(&[]), None);
+    assert_eq!(refusal(&[b"HSET", b"d", b"f", b"v"], false), None);
+    assert_eq!(refusal(&[b"EVAL", b"return 1", b"0"], false), None);
+    assert_eq!(refusal(&[], false), None);
+}
+
+#[test]
+fn a_script_inside_a_script_is_refused() {
+    let eval: [&[u8]; 3] = [b"EVAL", b"return 1", b"0"];
+    assert_eq!(refusal(&eval, true), Some(Refusal::NestedScript));
+    assert_eq!(
+        refusal(&[b"fcall_ro", b"f", b"0"], true),
+        Some(Refusal::NestedScript)
+    );
+    assert_eq!(refusal(&eval, false), None);
+    assert_eq!(refusal(&[b"SET", b"k", b"v"], true), None);
 }
 
 #[test]

@@ -1,11 +1,15 @@
 //! `LOCK.FENCED key owner token command [arg ...]`: a command that runs only while its lock
 //! is held by that holding. Refusals change nothing; a holder paused past its lease cannot
-//! write. ACL, replication and Cluster are in `fenced_writes/topology.rs`.
+//! write. ACL, replication and Cluster are in `fenced_writes/topology.rs`; scripts and
+//! argument fuzzing in `fenced_writes/scripts.rs`.
 
 mod support;
 
 #[path = "fenced_writes/topology.rs"]
 mod topology;
+
+#[path = "fenced_writes/scripts.rs"]
+mod scripts;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -17,7 +21,12 @@ use support::{expect_error, int, keyspace, raw, text_of, wait_until, Server};
 /// Longer than any lease the tests use, with room for a loaded machine.
 const SETTLE: Duration = Duration::from_secs(10);
 
-fn fenced<'a>(key: &'a str, owner: &'a str, token: &'a str, command: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn fenced<'a>(
+    key: &'a str,
+    owner: &'a str,
+    token: &'a str,
+    command: &[&'a str],
+) -> Vec<&'a str> {
     let mut args = vec!["LOCK.FENCED", key, owner, token];
     args.extend_from_slice(command);
     args
@@ -240,45 +249,4 @@ fn a_holder_paused_past_its_lease_cannot_write_in_twenty_rounds() {
     };
     let fresh: Vec<String> = (0..20).map(|r| format!("fresh-{r}")).collect();
     assert_eq!(log, fresh, "only the new holders' writes land");
-}
-
-#[test]
-fn random_arguments_never_take_the_server_down() {
-    let server = Server::start();
-    let mut con = server.conn();
-    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
-    let words = [
-        "",
-        "k",
-        "a",
-        "0",
-        "-1",
-        &t,
-        "SET",
-        "EVAL",
-        "LOCK.FENCED",
-        "LOCK.INFO",
-        "GET",
-        "\u{0}x",
-        "MULTI",
-        "99999999999999999999",
-        "CONFIG",
-        "numkeys",
-    ];
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    for _ in 0..3000 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let n = (seed % 9) as usize;
-        let mut args = vec!["LOCK.FENCED"];
-        args.extend((0..n).map(|i| words[((seed >> (4 * i + 8)) % 16) as usize]));
-        let _ = raw(&mut con, &args);
-    }
-    let mut huge = fenced("k", "a", &t, &["MSET"]);
-    let pairs: Vec<String> = (0..200_000).map(|i| format!("x{}", i / 2)).collect();
-    huge.extend(pairs.iter().map(String::as_str));
-    assert_eq!(raw(&mut con, &huge), Value::Okay);
-    assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
-    assert!(!server.log().contains("panic"), "{}", server.log());
 }

@@ -1,0 +1,88 @@
+//! `LOCK.FENCED` called from scripts and functions, and fed random arguments: it refuses
+//! what Redis cannot run, and never takes the server down.
+
+use redis::Value;
+
+use crate::fenced;
+use crate::support::{error_text, int, raw, Server};
+
+#[test]
+fn a_script_inside_a_script_is_refused_and_the_server_lives() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    let library = "#!lua name=lib\n\
+        redis.register_function('f', function(keys, args) return redis.call('SET', keys[1], args[1]) end)\n\
+        redis.register_function('g', function(keys, args) \
+            return redis.call('LOCK.FENCED', keys[1], 'a', args[1], 'FCALL', 'f', '1', 'x', 'g') end)";
+    assert!(matches!(
+        raw(&mut con, &["FUNCTION", "LOAD", library]),
+        Value::BulkString(_)
+    ));
+    let inner_eval =
+        "return redis.call('LOCK.FENCED', KEYS[1], 'a', ARGV[1], 'EVAL', 'return 1', '1', 'x')";
+    let inner_fcall =
+        "return redis.call('LOCK.FENCED', KEYS[1], 'a', ARGV[1], 'FCALL', 'f', '1', 'x', 'e')";
+    for reply in [
+        raw(&mut con, &["EVAL", inner_eval, "1", "k", &t]),
+        raw(&mut con, &["EVAL", inner_fcall, "1", "k", &t]),
+        raw(&mut con, &["FCALL", "g", "1", "k", &t]),
+    ] {
+        let text = error_text(&reply).unwrap_or_default();
+        assert!(
+            text.contains("a script cannot run inside a script"),
+            "{reply:?}"
+        );
+    }
+    assert_eq!(int(&mut con, &["EXISTS", "x"]), 0);
+    // A plain write from a script, and a function from the top level, run.
+    let inner_set = "return redis.call('LOCK.FENCED', KEYS[1], 'a', ARGV[1], 'SET', 'x', 's')";
+    assert_eq!(
+        raw(&mut con, &["EVAL", inner_set, "1", "k", &t]),
+        Value::Okay
+    );
+    let fcall = fenced("k", "a", &t, &["FCALL", "f", "1", "x", "top"]);
+    assert_eq!(raw(&mut con, &fcall), Value::Okay);
+    assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
+}
+
+#[test]
+fn random_arguments_never_take_the_server_down() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    let words = [
+        "",
+        "k",
+        "a",
+        "0",
+        "-1",
+        &t,
+        "SET",
+        "EVAL",
+        "LOCK.FENCED",
+        "LOCK.INFO",
+        "GET",
+        "\u{0}x",
+        "MULTI",
+        "99999999999999999999",
+        "CONFIG",
+        "numkeys",
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..3000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = (seed % 9) as usize;
+        let mut args = vec!["LOCK.FENCED"];
+        args.extend((0..n).map(|i| words[((seed >> (4 * i + 8)) % 16) as usize]));
+        let _ = raw(&mut con, &args);
+    }
+    let mut huge = fenced("k", "a", &t, &["MSET"]);
+    let pairs: Vec<String> = (0..200_000).map(|i| format!("x{}", i / 2)).collect();
+    huge.extend(pairs.iter().map(String::as_str));
+    assert_eq!(raw(&mut con, &huge), Value::Okay);
+    assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
+    assert!(!server.log().contains("panic"), "{}", server.log());
+}
