@@ -60,6 +60,31 @@ fn a_fenced_write_runs_while_the_holding_is_current_and_returns_its_reply() {
 }
 
 #[test]
+fn acl_and_cluster_routing_see_the_lock_key_and_the_inner_keys() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let keys = |con: &mut redis::Connection, args: &[&str]| -> Vec<String> {
+        let mut all = vec!["COMMAND", "GETKEYS"];
+        all.extend_from_slice(args);
+        match raw(con, &all) {
+            Value::Array(items) => items.iter().filter_map(text_of).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let mset = fenced("lock:{o}", "a", "1", &["MSET", "{o}:x", "1", "{o}:y", "2"]);
+    assert_eq!(keys(&mut con, &mset), ["lock:{o}", "{o}:x", "{o}:y"]);
+    let eval = fenced(
+        "lock:{o}",
+        "a",
+        "1",
+        &["EVAL", "return 1", "1", "{o}:z", "arg"],
+    );
+    assert_eq!(keys(&mut con, &eval), ["lock:{o}", "{o}:z"]);
+    let info = raw(&mut con, &["COMMAND", "INFO", "lock.fenced"]);
+    assert!(format!("{info:?}").contains("movablekeys"), "{info:?}");
+}
+
+#[test]
 fn a_stranger_or_an_older_holding_is_refused_and_changes_nothing() {
     let server = Server::start();
     let mut con = server.conn();
@@ -179,7 +204,7 @@ fn an_inner_write_is_refused_at_maxmemory_but_a_read_runs() {
 
 /// A process that will send `LOCK.FENCED` with the holding it had, stopped (SIGSTOP)
 /// before it can: `sh` waits for a line on its stdin, then becomes `redis-cli`.
-struct Paused(std::process::Child);
+struct Paused(Option<std::process::Child>);
 
 impl Paused {
     fn start(port: u16, args: &[&str]) -> Paused {
@@ -196,14 +221,25 @@ impl Paused {
         // Its go-ahead waits in the pipe until the process runs again.
         let stdin = child.stdin.as_mut().expect("stdin");
         stdin.write_all(b"go\n").expect("write go");
-        Paused(child)
+        Paused(Some(child))
     }
 
     /// Resumes the process; its reply.
-    fn resume(self) -> String {
-        signal(self.0.id(), "CONT");
-        let out = self.0.wait_with_output().expect("redis-cli output");
+    fn resume(mut self) -> String {
+        let child = self.0.take().expect("not resumed yet");
+        signal(child.id(), "CONT");
+        let out = child.wait_with_output().expect("redis-cli output");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Paused {
+    /// A test that failed before resuming leaves no stopped process behind.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
