@@ -97,6 +97,17 @@ pub fn refusal(argv: &[&[u8]], in_script: bool) -> Option<Refusal> {
     }
 }
 
+/// [`refusal`] as the error `LOCK.FENCED` answers.
+pub fn check_command(argv: &[&[u8]], in_script: bool) -> Result<(), LockError> {
+    match refusal(argv, in_script) {
+        Some(why) => {
+            let command = clip(argv.first().copied().unwrap_or_default());
+            Err(LockError::Fence(FenceError::Refused { command, why }))
+        }
+        None => Ok(()),
+    }
+}
+
 /// One key of the inner command, and whether the command only reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct InnerKey<'a> {

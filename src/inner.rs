@@ -48,14 +48,14 @@ pub fn keys_of(
             _ => Err(LockError::Fence(FenceError::Arity { command: command() })),
         };
     }
-    let n = usize::try_from(count).unwrap_or(0);
-    let mut keys = Vec::with_capacity(n);
-    for i in 0..n {
-        // Redis returned `count` positions and as many flags.
-        let at = usize::try_from(unsafe { *positions.add(i) }).unwrap_or(0);
-        let read_only = !flags.is_null() && is_read_only(unsafe { *flags.add(i) });
-        keys.push((at, read_only));
-    }
+    let keys = (0..usize::try_from(count).unwrap_or(0))
+        .map(|i| {
+            // Redis returned `count` positions, and as many flags when `flags` is set.
+            let at = usize::try_from(unsafe { *positions.add(i) }).unwrap_or(0);
+            let read_only = !flags.is_null() && is_read_only(unsafe { *flags.add(i) });
+            (at, read_only)
+        })
+        .collect();
     unsafe { free(positions.cast::<c_void>()) };
     if !flags.is_null() {
         unsafe { free(flags.cast::<c_void>()) };

@@ -20,13 +20,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let parsed = fence::parse(args.bytes())?;
     let command = args.strings().get(INNER..).unwrap_or_default();
     let in_script = node::flags(ctx) & raw::REDISMODULE_CTX_FLAGS_LUA != 0;
-    if let Some(why) = fence::refusal(args.bytes().get(INNER..).unwrap_or_default(), in_script) {
-        let command = crate::error::clip(parsed.command);
-        return Err(LockError::Fence(crate::error::FenceError::Refused {
-            command,
-            why,
-        }));
-    }
+    fence::check_command(args.bytes().get(INNER..).unwrap_or_default(), in_script)?;
     let key = LockKey::open(ctx, args.key()?, Mode::Read)?;
     let positions = inner::keys_of(ctx, command)?;
     let keys: Vec<InnerKey<'_>> = positions
