@@ -90,7 +90,8 @@ pub enum LockError {
 /// is [`LockError::NotHeld`]). Command names and keys are echoed clipped ([`clip`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FenceError {
-    /// The owner holds the lock, but a newer holding (another token) than the caller's.
+    /// The owner holds the lock, but another holding than the caller's: a newer one (a
+    /// greater token), or one whose token is not the caller's at all.
     Stale {
         key: Vec<u8>,
         owner: Vec<u8>,
@@ -136,9 +137,10 @@ impl fmt::Display for FenceError {
         match self {
             FenceError::Stale { key, owner, token, current } => write!(
                 f,
-                "FENCED lock '{}' is held by '{}' with a newer token ({current}), not {token}",
+                "FENCED lock '{}' is held by '{}' with {} ({current}), not {token}",
                 printable(key),
-                printable(owner)
+                printable(owner),
+                if current > token { "a newer token" } else { "another token" }
             ),
             FenceError::Refused { command, why } => {
                 let command = printable(command);

@@ -151,6 +151,16 @@ fn fenced_errors_say_why_the_inner_command_did_not_run() {
         fence(stale),
         "FENCED lock 'lock:{o}' is held by 'a' with a newer token (9), not 7"
     );
+    let other = FenceError::Stale {
+        key: b"k".to_vec(),
+        owner: b"a".to_vec(),
+        token: 7,
+        current: 0,
+    };
+    assert_eq!(
+        fence(other),
+        "FENCED lock 'k' is held by 'a' with another token (0), not 7"
+    );
     let refused = |why| {
         let command = b"blpop".to_vec();
         fence(FenceError::Refused { command, why })

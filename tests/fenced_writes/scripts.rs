@@ -47,6 +47,29 @@ fn a_script_inside_a_script_is_refused_and_the_server_lives() {
 }
 
 #[test]
+fn a_lock_written_by_a_script_based_client_is_fenced_with_token_0() {
+    let server = Server::start();
+    let mut con = server.conn();
+    // Redisson's layout: one owner field, no `@token`.
+    int(&mut con, &["HSET", "k", "uuid:1", "1"]);
+    int(&mut con, &["PEXPIRE", "k", "30000"]);
+    assert_eq!(
+        raw(&mut con, &fenced("k", "uuid:1", "0", &["SET", "d", "v"])),
+        Value::Okay
+    );
+    let stale = raw(&mut con, &fenced("k", "uuid:1", "5", &["SET", "d", "w"]));
+    let text = error_text(&stale).unwrap_or_default();
+    assert_eq!(
+        text,
+        "FENCED lock 'k' is held by 'uuid:1' with another token (0), not 5"
+    );
+    assert_eq!(
+        crate::text_of(&raw(&mut con, &["GET", "d"])).as_deref(),
+        Some("v")
+    );
+}
+
+#[test]
 fn random_arguments_never_take_the_server_down() {
     let server = Server::start();
     let mut con = server.conn();
