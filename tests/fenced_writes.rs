@@ -11,10 +11,12 @@ mod topology;
 #[path = "fenced_writes/scripts.rs"]
 mod scripts;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+#[path = "fenced_writes/holder.rs"]
+mod holder;
+
 use std::time::Duration;
 
+use holder::Holder;
 use redis::Value;
 use support::{expect_error, int, keyspace, raw, text_of, wait_until, Server};
 
@@ -202,81 +204,40 @@ fn an_inner_write_is_refused_at_maxmemory_but_a_read_runs() {
     assert_eq!(int(&mut con, &fenced("k", "a", &t, &["HLEN", "d"])), 1);
 }
 
-/// A process that will send `LOCK.FENCED` with the holding it had, stopped (SIGSTOP)
-/// before it can: `sh` waits for a line on its stdin, then becomes `redis-cli`.
-struct Paused(Option<std::process::Child>);
-
-impl Paused {
-    fn start(port: u16, args: &[&str]) -> Paused {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg("read go && exec redis-cli -p \"$0\" \"$@\"")
-            .arg(port.to_string())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn sh");
-        signal(child.id(), "STOP");
-        // Its go-ahead waits in the pipe until the process runs again.
-        let stdin = child.stdin.as_mut().expect("stdin");
-        stdin.write_all(b"go\n").expect("write go");
-        Paused(Some(child))
-    }
-
-    /// Resumes the process; its reply.
-    fn resume(mut self) -> String {
-        let child = self.0.take().expect("not resumed yet");
-        signal(child.id(), "CONT");
-        let out = child.wait_with_output().expect("redis-cli output");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-}
-
-impl Drop for Paused {
-    /// A test that failed before resuming leaves no stopped process behind.
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn signal(pid: u32, name: &str) {
-    let sent = Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(pid.to_string())
-        .status();
-    assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {pid}");
-}
-
 #[test]
 fn a_holder_paused_past_its_lease_cannot_write_in_twenty_rounds() {
     let server = Server::start();
     let mut con = server.conn();
+    // The holder is a process of its own (`redis-cli`) with its own connection.
+    let mut holder = Holder::start(server.port());
     for round in 0..20 {
-        let old = int(&mut con, &["LOCK.ACQUIRE", "lock:{o}", "p", "LEASE", "200"]).to_string();
+        holder.send(&["LOCK.ACQUIRE", "lock:{o}", "p", "LEASE", "200"]);
+        let old = holder.reply();
+        assert!(old.parse::<u64>().is_ok(), "round {round}: {old:?}");
+        // Stopped just as it sends its write: the write waits in its input meanwhile.
+        holder.stop();
         let stale = format!("stale-{round}");
-        let write = fenced("lock:{o}", "p", &old, &["RPUSH", "{o}:log", &stale]);
-        let paused = Paused::start(server.port(), &write);
+        holder.send(&fenced(
+            "lock:{o}",
+            "p",
+            &old,
+            &["RPUSH", "{o}:log", &stale],
+        ));
         let expired = wait_until(SETTLE, || int(&mut con, &["EXISTS", "lock:{o}"]) == 0);
         assert!(expired, "the lease did not run out");
         // Every other round the new holder has the same owner id: a newer holding.
         let owner = if round % 2 == 0 { "q" } else { "p" };
-        let new = int(
-            &mut con,
-            &["LOCK.ACQUIRE", "lock:{o}", owner, "LEASE", "60000"],
-        )
-        .to_string();
+        let acquire = ["LOCK.ACQUIRE", "lock:{o}", owner, "LEASE", "60000"];
+        let new = int(&mut con, &acquire).to_string();
         let fresh = format!("fresh-{round}");
         int(
             &mut con,
             &fenced("lock:{o}", owner, &new, &["RPUSH", "{o}:log", &fresh]),
         );
-        let reply = paused.resume();
+        holder.resume();
+        let reply = holder.reply();
         let code = if owner == "p" { "FENCED" } else { "NOTHELD" };
-        assert!(reply.starts_with(code), "round {round}: {reply:?}");
+        assert!(reply.contains(code), "round {round}: {reply:?}");
         int(&mut con, &["LOCK.RELEASE", "lock:{o}", owner]);
     }
     let log = match raw(&mut con, &["LRANGE", "{o}:log", "0", "-1"]) {
@@ -285,4 +246,20 @@ fn a_holder_paused_past_its_lease_cannot_write_in_twenty_rounds() {
     };
     let fresh: Vec<String> = (0..20).map(|r| format!("fresh-{r}")).collect();
     assert_eq!(log, fresh, "only the new holders' writes land");
+    // The same pause without the fence: the stale write lands.
+    holder.send(&["LOCK.ACQUIRE", "lock:{o}", "p", "LEASE", "200"]);
+    holder.reply();
+    holder.stop();
+    holder.send(&["RPUSH", "{o}:plain", "stale"]);
+    assert!(wait_until(SETTLE, || int(
+        &mut con,
+        &["EXISTS", "lock:{o}"]
+    ) == 0));
+    int(&mut con, &["LOCK.ACQUIRE", "lock:{o}", "q"]);
+    holder.resume();
+    assert_eq!(
+        holder.reply(),
+        "1",
+        "an unfenced write of a paused holder lands"
+    );
 }
