@@ -24,6 +24,7 @@ fn a_user_without_permission_for_the_inner_command_or_its_keys_gets_noperm() {
     };
     user(&["nohset", "on", ">pw", "+@all", "-hset", "~*"]);
     user(&["ordersonly", "on", ">pw", "+@all", "~lock:*", "~{o}:*"]);
+    user(&["readslock", "on", ">pw", "+@all", "%R~lock:*", "~{o}:*"]);
     let token = int(&mut admin, &["LOCK.ACQUIRE", "lock:{o}", "a"]).to_string();
     let before = keyspace(&mut admin);
 
@@ -47,6 +48,14 @@ fn a_user_without_permission_for_the_inner_command_or_its_keys_gets_noperm() {
     let set = fenced("lock:{o}", "a", &token, &["SET", "{o}:x", "v"]);
     assert_eq!(raw(&mut nohset, &set), Value::Okay);
     assert_eq!(int(&mut orders, &hset), 1);
+    // LOCK.FENCED only reads the lock: a read-only pattern on locks is enough.
+    let mut reads_lock = server.conn_as("readslock", "pw");
+    let other = fenced("lock:{o}", "a", &token, &["HSET", "{o}:e", "f", "v"]);
+    assert_eq!(int(&mut reads_lock, &other), 1);
+    assert_code(
+        &raw(&mut reads_lock, &["LOCK.RELEASE", "lock:{o}", "a"]),
+        "NOPERM",
+    );
 }
 
 #[test]
