@@ -127,9 +127,9 @@ pub enum Refusal {
     NoKeys,
     /// It may write, move or delete the lock's own key.
     LockKey,
-    /// A script (`EVAL`, `FCALL`, ...) while `LOCK.FENCED` itself runs in a script: Redis
-    /// cannot run a script inside a script.
-    NestedScript,
+    /// A command a script may not run (`EVAL`, `FCALL`, ...), while `LOCK.FENCED` itself
+    /// runs in a script: Redis cannot run a script inside a script.
+    InScript,
 }
 
 impl fmt::Display for FenceError {
@@ -185,7 +185,7 @@ impl Refusal {
             Refusal::LockCommand => "lock commands cannot run inside it",
             Refusal::NoKeys => "it names no key, so nothing ties it to the lock",
             Refusal::LockKey => "it may write the lock's own key",
-            Refusal::NestedScript => "a script cannot run inside a script",
+            Refusal::InScript => "it cannot run inside a script",
         }
     }
 }

@@ -186,8 +186,8 @@ fn fenced_errors_say_why_the_inner_command_did_not_run() {
         "ERR LOCK.FENCED refuses 'blpop': it may write the lock's own key"
     );
     assert_eq!(
-        refused(Refusal::NestedScript),
-        "ERR LOCK.FENCED refuses 'blpop': a script cannot run inside a script"
+        refused(Refusal::InScript),
+        "ERR LOCK.FENCED refuses 'blpop': it cannot run inside a script"
     );
 }
 

@@ -83,7 +83,7 @@ pub fn refusal(argv: &[&[u8]], in_script: bool) -> Option<Refusal> {
     let stream_read = is(&["xread", "xreadgroup"]);
     if in_script && is(&SCRIPTS) {
         // Redis asserts that no script runs when one starts: it would crash.
-        Some(Refusal::NestedScript)
+        Some(Refusal::InScript)
     } else if is(&BLOCKING)
         || (stream_read && argv.iter().any(|a| a.eq_ignore_ascii_case(b"block")))
     {

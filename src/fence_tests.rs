@@ -94,10 +94,10 @@ fn blocking_transaction_and_lock_commands_are_refused() {
 #[test]
 fn a_script_inside_a_script_is_refused() {
     let eval: [&[u8]; 3] = [b"EVAL", b"return 1", b"0"];
-    assert_eq!(refusal(&eval, true), Some(Refusal::NestedScript));
+    assert_eq!(refusal(&eval, true), Some(Refusal::InScript));
     assert_eq!(
         refusal(&[b"fcall_ro", b"f", b"0"], true),
-        Some(Refusal::NestedScript)
+        Some(Refusal::InScript)
     );
     assert_eq!(refusal(&eval, false), None);
     assert_eq!(refusal(&[b"SET", b"k", b"v"], true), None);

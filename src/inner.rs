@@ -9,10 +9,13 @@
 //! Not `E` (errors before the command runs as error replies): its texts differ between
 //! servers (Redis 7.0 answers an ACL denial with `ERR acl verification failed`), and
 //! clients match the `NOPERM` code, so the module answers those errors itself, from
-//! `errno`, the same on every server. Not `S` (script mode) either: it refuses `EVAL` and
-//! `FCALL`, which `LOCK.FENCED` exists to run; what it would refuse besides (blocking and
-//! transaction commands) `fence.rs` refuses by name, and `LOCK.FENCED` is itself a
-//! `write` command, so Redis refuses it where a script's writes would be refused.
+//! `errno`, the same on every server. `S` (script mode: commands a script may not run are
+//! refused) only when `LOCK.FENCED` itself runs in a script or a function: there it stops
+//! a script inside a script, which Redis cannot run (it asserts), whatever the command is
+//! named (`rename-command`). Elsewhere `S` would refuse `EVAL` and `FCALL`, which
+//! `LOCK.FENCED` exists to run; what it would refuse besides (blocking and transaction
+//! commands) `fence.rs` refuses by name, and `LOCK.FENCED` is itself a `write` command, so
+//! Redis refuses it where a script's writes would be refused.
 
 use std::ffi::{c_int, c_void, CString};
 use std::io;
@@ -20,7 +23,7 @@ use std::ptr;
 
 use redis_module::raw;
 
-use crate::error::{clip, FenceError, LockError};
+use crate::error::{clip, FenceError, LockError, Refusal};
 use crate::ffi::api;
 
 /// The module string arguments of a command, its name first.
@@ -66,6 +69,7 @@ pub fn keys_of(
 const ENOENT: i32 = 2;
 const EACCES: i32 = 13;
 const ENOSPC: i32 = 28;
+const ESPIPE: i32 = 29;
 
 fn is_read_only(flags: c_int) -> bool {
     let writes = raw::REDISMODULE_CMD_KEY_RW
@@ -113,8 +117,13 @@ pub fn report_keys(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>, inner: usize) 
     }
 }
 
-/// Runs the command `argv` (its name first) and sends its reply to the client.
-pub fn call_and_reply(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>) -> Result<(), LockError> {
+/// Runs the command `argv` (its name first) and sends its reply to the client;
+/// `in_script`: `LOCK.FENCED` runs inside a script or a function.
+pub fn call_and_reply(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: Argv<'_>,
+    in_script: bool,
+) -> Result<(), LockError> {
     let call = api!(RedisModule_Call);
     let forward = api!(RedisModule_ReplyWithCallReply);
     let free = api!(RedisModule_FreeCallReply);
@@ -127,7 +136,7 @@ pub fn call_and_reply(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>) -> Result<(
         call(
             ctx,
             name.as_ptr(),
-            call_flags().as_ptr(),
+            if in_script { c"!CMS0v" } else { c"!CM0v" }.as_ptr(),
             args.as_ptr(),
             args.len(),
         )
@@ -137,6 +146,10 @@ pub fn call_and_reply(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>) -> Result<(
         return Err(LockError::Fence(match errno {
             ENOENT => FenceError::Unknown { command: command() },
             EACCES => FenceError::NoPerm { command: command() },
+            ESPIPE => FenceError::Refused {
+                command: command(),
+                why: Refusal::InScript,
+            },
             ENOSPC => FenceError::Oom,
             errno => FenceError::NotRun {
                 command: command(),
@@ -149,8 +162,4 @@ pub fn call_and_reply(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>) -> Result<(
         free(reply);
     }
     Ok(())
-}
-
-fn call_flags() -> &'static std::ffi::CStr {
-    c"!CM0v"
 }

@@ -35,7 +35,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     fence::check_holding(holding.as_ref(), key.name(), parsed.owner, parsed.token)?;
     // The key handle is closed before the command runs: the command may write near it.
     drop(key);
-    inner::call_and_reply(ctx, command)?;
+    inner::call_and_reply(ctx, command, in_script)?;
     Ok(Reply::Sent)
 }
 

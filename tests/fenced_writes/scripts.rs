@@ -29,10 +29,7 @@ fn a_script_inside_a_script_is_refused_and_the_server_lives() {
         raw(&mut con, &["FCALL", "g", "1", "k", &t]),
     ] {
         let text = error_text(&reply).unwrap_or_default();
-        assert!(
-            text.contains("a script cannot run inside a script"),
-            "{reply:?}"
-        );
+        assert!(text.contains("it cannot run inside a script"), "{reply:?}");
     }
     assert_eq!(int(&mut con, &["EXISTS", "x"]), 0);
     // A plain write from a script, and a function from the top level, run.
@@ -44,6 +41,30 @@ fn a_script_inside_a_script_is_refused_and_the_server_lives() {
     let fcall = fenced("k", "a", &t, &["FCALL", "f", "1", "x", "top"]);
     assert_eq!(raw(&mut con, &fcall), Value::Okay);
     assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
+}
+
+#[test]
+fn a_renamed_script_command_inside_a_script_is_refused_too() {
+    let server = Server::start_with(&["--rename-command", "FCALL", "MYFCALL"]);
+    let mut con = server.conn();
+    let t = int(&mut con, &["LOCK.ACQUIRE", "k", "a"]).to_string();
+    let library = "#!lua name=lib\n\
+        redis.register_function('f', function(keys, args) return redis.call('SET', keys[1], args[1]) end)";
+    assert!(matches!(
+        raw(&mut con, &["FUNCTION", "LOAD", library]),
+        Value::BulkString(_)
+    ));
+    let inner =
+        "return redis.call('LOCK.FENCED', KEYS[1], 'a', ARGV[1], 'MYFCALL', 'f', '1', 'x', 'v')";
+    let reply = raw(&mut con, &["EVAL", inner, "1", "k", &t]);
+    let text = error_text(&reply).unwrap_or_default();
+    assert!(
+        text.contains("refuses 'MYFCALL': it cannot run inside a script"),
+        "{reply:?}"
+    );
+    assert_eq!(int(&mut con, &["EXISTS", "x"]), 0);
+    let top = fenced("k", "a", &t, &["MYFCALL", "f", "1", "x", "top"]);
+    assert_eq!(raw(&mut con, &top), Value::Okay);
 }
 
 #[test]
