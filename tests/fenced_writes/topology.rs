@@ -93,6 +93,31 @@ fn the_replica_equals_the_master_after_fenced_writes_and_scripts() {
     assert_eq!(int(&mut rep, &["LLEN", "{o}:l"]), 5);
 }
 
+#[test]
+fn an_aof_replays_the_effects_of_fenced_writes() {
+    let server = Server::start_with(&["--appendonly", "yes", "--enable-debug-command", "yes"]);
+    let mut con = server.conn();
+    let token = int(
+        &mut con,
+        &["LOCK.ACQUIRE", "lock:{o}", "a", "LEASE", "60000"],
+    )
+    .to_string();
+    let script = "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])";
+    int(
+        &mut con,
+        &fenced("lock:{o}", "a", &token, &["HSET", "{o}:d", "f", "v"]),
+    );
+    let eval = ["EVAL", script, "2", "{o}:s", "{o}:n", "x"];
+    int(&mut con, &fenced("lock:{o}", "a", &token, &eval));
+    let before = keyspace(&mut con);
+    assert_eq!(raw(&mut con, &["DEBUG", "LOADAOF"]), Value::Okay);
+    assert_eq!(
+        keyspace(&mut con),
+        before,
+        "the AOF gives back the same data"
+    );
+}
+
 /// A cluster node with the module, its bus on a port of its own.
 fn node() -> Server {
     let bus = free_port().to_string();
