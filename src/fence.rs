@@ -90,11 +90,18 @@ pub fn refusal(argv: &[&[u8]], in_script: bool) -> Option<Refusal> {
         Some(Refusal::Blocking)
     } else if is(&TRANSACTION) {
         Some(Refusal::Transaction)
-    } else if name.len() >= 5 && name[..5].eq_ignore_ascii_case(b"lock.") {
+    } else if is_lock_command(name) {
         Some(Refusal::LockCommand)
     } else {
         None
     }
+}
+
+/// Whether `name` is a `LOCK.*` command (their keys are never looked up inside
+/// `LOCK.FENCED`: a `LOCK.FENCED` nested a hundred thousand times would recurse that deep).
+pub fn is_lock_command(name: &[u8]) -> bool {
+    name.get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"lock."))
 }
 
 /// [`refusal`] as the error `LOCK.FENCED` answers.

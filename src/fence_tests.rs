@@ -92,6 +92,15 @@ fn blocking_transaction_and_lock_commands_are_refused() {
 }
 
 #[test]
+fn lock_commands_are_known_by_their_prefix() {
+    assert!(is_lock_command(b"LOCK.FENCED"));
+    assert!(is_lock_command(b"lock.info"));
+    assert!(!is_lock_command(b"lock"));
+    assert!(!is_lock_command(b"LOCKS.X"));
+    assert!(!is_lock_command(b""));
+}
+
+#[test]
 fn a_script_inside_a_script_is_refused() {
     let eval: [&[u8]; 3] = [b"EVAL", b"return 1", b"0"];
     assert_eq!(refusal(&eval, true), Some(Refusal::InScript));

@@ -24,6 +24,7 @@ use std::ptr;
 use redis_module::raw;
 
 use crate::error::{clip, FenceError, LockError, Refusal};
+use crate::fence;
 use crate::ffi::api;
 
 /// The module string arguments of a command, its name first.
@@ -105,6 +106,10 @@ pub fn report_keys(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>, inner: usize) 
     let Some(command) = argv.get(inner..).filter(|a| !a.is_empty()) else {
         return;
     };
+    if fence::is_lock_command(name_of(command)) {
+        // Refused when it runs; looking its keys up would recurse once per nesting.
+        return;
+    }
     for (at, read_only) in keys_of(ctx, command).unwrap_or_default() {
         let flags = if read_only {
             raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS

@@ -4,7 +4,7 @@
 use redis::Value;
 
 use crate::fenced;
-use crate::support::{error_text, int, raw, Server};
+use crate::support::{error_text, int, raw, try_raw, Server};
 
 #[test]
 fn a_script_inside_a_script_is_refused_and_the_server_lives() {
@@ -88,6 +88,35 @@ fn a_lock_written_by_a_script_based_client_is_fenced_with_token_0() {
         crate::text_of(&raw(&mut con, &["GET", "d"])).as_deref(),
         Some("v")
     );
+}
+
+#[test]
+fn a_deeply_nested_lock_fenced_is_not_expanded_for_its_keys() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let mut nested = Vec::new();
+    for _ in 0..100_000 {
+        nested.extend(["LOCK.FENCED", "k", "o", "1"]);
+    }
+    nested.extend(["SET", "a", "b"]);
+    let mut getkeys = vec!["COMMAND", "GETKEYS"];
+    getkeys.extend(&nested);
+    // `try_raw`: a failure should not print the 400,000 arguments.
+    let keys = try_raw(&mut con, &getkeys).map_err(|e| e.to_string());
+    assert!(
+        matches!(keys, Ok(Value::Array(ref k)) if k.len() == 1),
+        "{keys:?}"
+    );
+    // A user with key patterns makes Redis ask for the keys before the command runs.
+    let acl = ["ACL", "SETUSER", "u", "on", ">pw", "+@all", "~k", "~a"];
+    assert_eq!(raw(&mut con, &acl), Value::Okay);
+    let reply = try_raw(&mut server.conn_as("u", "pw"), &nested).expect("the server lives");
+    let text = error_text(&reply).unwrap_or_default();
+    assert_eq!(
+        text,
+        "ERR LOCK.FENCED refuses 'LOCK.FENCED': lock commands cannot run inside it"
+    );
+    assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
 }
 
 #[test]
