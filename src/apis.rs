@@ -83,6 +83,10 @@ required!(
     RedisModule_CallReplyStringPtr,
     RedisModule_CallReplyArrayElement,
     RedisModule_FreeCallReply,
+    RedisModule_ReplyWithCallReply,
+    RedisModule_IsKeysPositionRequest,
+    RedisModule_KeyAtPosWithFlags,
+    RedisModule_GetCommandKeysWithFlags,
     // Replies.
     RedisModule_WrongArity,
     RedisModule_ReplyWithError,

@@ -22,7 +22,8 @@
 //!   the token counter in the RDB.
 //! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
 //!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
-//!   containment; `config.rs` — the `rlock.*` configs.
+//!   containment; `config.rs` — the `rlock.*` configs; `inner.rs` — the command
+//!   `LOCK.FENCED` runs (its keys, the call); `fence.rs` — `LOCK.FENCED`'s rules.
 //! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
 //!   machine), `args.rs`, `error.rs` (every error text), `token.rs`, `channel.rs`,
 //!   `counters.rs`, `reply.rs`, `spec.rs`.
@@ -46,11 +47,13 @@ mod dispatch;
 pub mod error;
 mod events;
 mod expiry;
+pub mod fence;
 mod ffi;
 mod gate;
 mod guard;
 mod handoff;
 mod info;
+mod inner;
 pub mod lock;
 mod node;
 mod persist;

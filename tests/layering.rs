@@ -24,9 +24,9 @@ const LAYERS: Layers = &[
         "redis primitives",
         &[
             &["ffi", "apis", "cluster"],
-            &["guard", "node", "register"],
+            &["guard", "node", "register", "fence"],
             &["config"],
-            &["gate"],
+            &["gate", "inner"],
         ],
     ),
     ("state", &[&["waiters", "store", "publish"], &["persist"]]),

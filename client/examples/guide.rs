@@ -64,6 +64,14 @@ async fn guide() -> Result<(), Error> {
     task.await.ok();
     guard.release().await?; // Err(Lost) if it was lost
 
+    // Fenced writes: data in the lock's slot (one hash tag), run only while the holding is current.
+    let order = client.lock("lock:{order:42}").acquire().await?;
+    let mut hset = redis::cmd("HSET");
+    hset.arg("order:{order:42}").arg("state").arg("paid");
+    let added: i64 = order.fenced(&hset).await?; // Err(Error::Lost { .. }) if it is gone
+    println!("{added} field(s) added");
+    order.release().await?;
+
     let me = client.owner(); // reentrant: the same owner takes a lock it holds again
     let outer = me.lock("lock:tree").acquire().await?;
     let inner = me.lock("lock:tree").acquire().await?;

@@ -265,6 +265,11 @@ impl BlockingGuard {
         self.rt.block_on(lost).ok()
     }
 
+    /// Runs `cmd` only while this holding is the lock's current one; see [`Guard::fenced`].
+    pub fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        self.rt.block_on(self.guard.fenced(cmd))
+    }
+
     /// Releases this one hold; see [`Guard::release`].
     pub fn release(mut self) -> Result<u64> {
         let release = self.guard.start_release();
