@@ -173,6 +173,7 @@ unsafe extern "C" fn on_loading(
                 LOADING_AOF.store(true, Ordering::Relaxed)
             }
             raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
+                heartbeat::loaded();
                 if LOADING_AOF.swap(false, Ordering::Relaxed) {
                     persist::learn_tokens_from_keyspace(ctx);
                 }

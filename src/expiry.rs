@@ -192,7 +192,7 @@ fn serve_or_rearm(
     if let Some(vacancy) = vacancy {
         // The one door: the gate decides (role, pause, route, stall, failover delay,
         // memory, replicas, the waiter's own WAIT limit).
-        match handoff::hand_off(ctx, check.db, &key, vacancy)? {
+        match handoff::hand_off(ctx, check.db, &key, vacancy, false)? {
             Handed::To(_) if lease_end => counters::EXPIRY_HANDOFFS.bump(),
             Handed::NotNow(at) => {
                 arm(ctx, check.db, &check.key, at);

@@ -30,9 +30,9 @@ pub struct Ask<'a> {
     pub key_here: bool,
     /// When the waiter to be served stops waiting (Unix ms), if it is a waiter with a limit.
     pub wait_until: Option<i64>,
-    /// A client's command runs: Redis has routed its key here and checked
-    /// `min-replicas-to-write` before it ran.
-    pub by_client: bool,
+    /// Asked inside a client's command (not a timer or an event): Redis has routed its key
+    /// here and checked `min-replicas-to-write` before it ran.
+    pub in_command: bool,
 }
 
 /// Whether a fresh holding may be created now.
@@ -40,7 +40,7 @@ pub fn ask(ctx: *mut raw::RedisModuleCtx, ask: &Ask<'_>) -> Verdict {
     let now = node::now_ms();
     // A client's command runs on a node that has loaded, and on a replica it was refused
     // before (`client_writes`): no context flags to read on the acquire path.
-    let (loading, master) = if ask.by_client {
+    let (loading, master) = if ask.in_command {
         (false, !REPLICA.load(Ordering::Relaxed))
     } else {
         let flags = node::flags(ctx);
@@ -61,7 +61,7 @@ pub fn ask(ctx: *mut raw::RedisModuleCtx, ask: &Ask<'_>) -> Verdict {
         replicas_ok: true,
     };
     // The facts that call commands are gathered only when the cheap ones let a grant go.
-    if ask.by_client || decide(&cheap) != Verdict::Go {
+    if ask.in_command || decide(&cheap) != Verdict::Go {
         return decide(&cheap);
     }
     let facts = Facts {

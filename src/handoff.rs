@@ -28,8 +28,8 @@ pub struct Claim<'a> {
     pub lease_ms: i64,
     /// The waiter's `WAIT` limit (Unix ms), if it is a waiter with one.
     pub wait_until: Option<i64>,
-    /// The client of the running command (not a waiter).
-    pub by_client: bool,
+    /// Asked inside a client's command (an acquire, a release), not a timer or an event.
+    pub in_command: bool,
 }
 
 /// What the door said.
@@ -53,7 +53,7 @@ pub fn fresh_holding(
         key: key.name(),
         key_here: over == Over::Other,
         wait_until: claim.wait_until,
-        by_client: claim.by_client,
+        in_command: claim.in_command,
     };
     match gate::ask(ctx, &ask) {
         Verdict::Go => {}
@@ -92,6 +92,7 @@ pub fn hand_off(
     db: registry::Db,
     key: &LockKey,
     over: Over,
+    in_command: bool,
 ) -> Result<Handed, LockError> {
     // Bounded by the queue: each turn that does not return takes one waiter out.
     for _ in 0..=waiters::queue_len(db, key.name()) {
@@ -103,7 +104,7 @@ pub fn hand_off(
             owner: Name::of(&owner),
             lease_ms: first.lease_ms,
             wait_until: first.wait_until,
-            by_client: false,
+            in_command,
         };
         let shut = match fresh_holding(ctx, key, over, &claim) {
             Ok(Door::Held { token, deadline_ms }) => {
@@ -167,16 +168,17 @@ fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
 
 /// The last hold of the lock in `key` is gone (the key still holds it): hand the lock to
 /// the first waiter if the gate lets it, or delete it, replicated as `how` says, and
-/// publish the release.
+/// publish the release. `in_command`: inside a client's command (not a timer).
 pub fn end_holding(
     ctx: *mut raw::RedisModuleCtx,
     key: &LockKey,
     how: Replicate,
+    in_command: bool,
 ) -> Result<Handed, LockError> {
     // A release replayed from the master deletes, as it did there; a replica's own
     // waiters (there are none: a replica refuses them) are not its master's.
     let handed = if waiters::any() && !node::from_replication(ctx) {
-        hand_off(ctx, node::selected_db(ctx), key, Over::Other)?
+        hand_off(ctx, node::selected_db(ctx), key, Over::Other, in_command)?
     } else {
         Handed::Nobody
     };

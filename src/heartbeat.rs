@@ -17,11 +17,17 @@ use crate::{expiry, gate, guard, node, waiters};
 /// When the failover delay ended at the last beat (Unix ms; 0: no delay).
 static DELAY_END: AtomicI64 = AtomicI64::new(0);
 
-/// Starts the heartbeat (at load).
+/// Starts the heartbeat (at load). The end of loading the data starts it again
+/// (`loaded`): loading, however long, is no stall.
 pub fn start(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
     gate::learn_role(ctx);
-    STALLS.beat(node::now_ms());
+    STALLS.restart(node::now_ms());
     schedule(ctx)
+}
+
+/// The node finished loading its data (at startup, or a replica's full sync).
+pub fn loaded() {
+    STALLS.restart(node::now_ms());
 }
 
 fn schedule(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {

@@ -44,6 +44,12 @@ impl StallClock {
         self.last_beat.store(now, Ordering::Relaxed);
     }
 
+    /// The heartbeat starts (again) at `now`: the time before (loading the data) is no
+    /// stall.
+    pub fn restart(&self, now: i64) {
+        self.last_beat.store(now, Ordering::Relaxed);
+    }
+
     /// If grants are held back at `now` after a stall, until when. A gap since the last
     /// beat longer than [`STALL_MS`] is noticed here (and starts a hold-back).
     pub fn observe(&self, now: i64) -> Option<i64> {
@@ -105,6 +111,16 @@ mod tests {
         clock.beat(10_000);
         clock.beat(14_000);
         assert_eq!(clock.observe(14_001), Some(14_000 + FRESH_MS));
+    }
+
+    #[test]
+    fn loading_is_no_stall() {
+        let clock = StallClock::new();
+        clock.beat(10_000);
+        clock.restart(60_000);
+        assert_eq!(clock.observe(60_050), None);
+        clock.beat(60_100);
+        assert_eq!(clock.observe(60_150), None);
     }
 
     #[test]

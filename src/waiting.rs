@@ -124,7 +124,7 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
             key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
-            let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease)?;
+            let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
             expiry::handed(ctx, key.name(), handed);
         }
         ReleaseStep::NotHeld => return Ok(()),

@@ -43,23 +43,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         current => current,
     };
     let held_back = match lock::acquire(current.as_ref(), parsed.owner) {
-        AcquireStep::Fresh => {
-            let claim = Claim {
-                owner,
-                lease_ms: lease,
-                wait_until: None,
-                by_client: true,
-            };
-            match handoff::fresh_holding(ctx, &key, Over::Nothing, &claim)? {
-                Door::Held { token, deadline_ms } => {
-                    expiry::lease_moved(ctx, key.name(), deadline_ms);
-                    counters::ACQUIRED.bump();
-                    return Ok(Reply::Integer(token));
-                }
-                Door::Shut(Verdict::Later(at)) => Some(at),
-                Door::Shut(_) => None,
-            }
-        }
+        AcquireStep::Fresh => match take_free(ctx, &key, owner, lease)? {
+            Ok(token) => return Ok(Reply::Integer(token)),
+            Err(held_back) => held_back,
+        },
         AcquireStep::Reenter { count, token } => {
             return reenter(ctx, &key, owner, count, token, now.saturating_add(lease));
         }
@@ -78,6 +65,33 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             Ok(Reply::Nil)
         }
     }
+}
+
+/// A free lock: through the one door, its token; or, when the gate holds it back, when to
+/// ask again (if the gate said).
+fn take_free(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &LockKey,
+    owner: Name<'_>,
+    lease_ms: i64,
+) -> Result<Result<i64, Option<i64>>, LockError> {
+    let claim = Claim {
+        owner,
+        lease_ms,
+        wait_until: None,
+        in_command: true,
+    };
+    Ok(
+        match handoff::fresh_holding(ctx, key, Over::Nothing, &claim)? {
+            Door::Held { token, deadline_ms } => {
+                expiry::lease_moved(ctx, key.name(), deadline_ms);
+                counters::ACQUIRED.bump();
+                Ok(token)
+            }
+            Door::Shut(Verdict::Later(at)) => Err(Some(at)),
+            Door::Shut(_) => Err(None),
+        },
+    )
 }
 
 /// The holder acquires again: count + 1, lease reset, same token (not while the node is
@@ -111,7 +125,7 @@ fn serve_queue_first(
     key: &LockKey,
     owner: &Name<'_>,
 ) -> Result<Option<Holding>, LockError> {
-    match handoff::hand_off(ctx, db, key, Over::Nothing)? {
+    match handoff::hand_off(ctx, db, key, Over::Nothing, true)? {
         Handed::Nobody => Ok(None),
         Handed::NotNow(at) => {
             expiry::arm(ctx, db, key.name(), at);

@@ -23,7 +23,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     if key.read()?.is_none() {
         return Ok(Reply::Integer(0));
     }
-    let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease)?;
+    let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease, true)?;
     expiry::handed(ctx, key.name(), handed);
     counters::FORCE_RELEASES.bump();
     Ok(Reply::Integer(1))

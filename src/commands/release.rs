@@ -47,7 +47,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         ReleaseStep::Freed => {
             // Replayed on a replica or from the AOF, the lock is there with this one hold
             // (it cannot expire there), so the command deletes it as it did here.
-            let handed = handoff::end_holding(ctx, &key, Replicate::Command)?;
+            let handed = handoff::end_holding(ctx, &key, Replicate::Command, true)?;
             expiry::handed(ctx, key.name(), handed);
             counters::RELEASED.bump();
             Ok(Reply::Integer(0))
