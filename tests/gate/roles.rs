@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::support::{channel, error_text, int, raw, Server, Subscriber, DEFAULT_PREFIX};
+use super::support::{
+    channel, error_text, int, raw, wait_until, Server, Subscriber, DEFAULT_PREFIX,
+};
 use super::wire::{Reply, Wire};
-use super::{assert_alive, owner, SETTLE};
+use super::{assert_alive, owner, rlock_info, SETTLE};
 
 const REPLICA_WRITE: &str =
     "READONLY rlock: this node is a replica; lock commands that write run on its master";
@@ -93,8 +95,34 @@ fn a_replica_publishes_every_release_its_master_replicates() {
     assert_eq!(int(&mut m, &["LOCK.RELEASE", "k", "a"]), 0);
     int(&mut m, &["LOCK.ACQUIRE", "k", "a"]);
     assert_eq!(int(&mut m, &["LOCK.FORCERELEASE", "k"]), 1);
+    revoke_a_grant(&master, &mut m);
     assert_eq!(int(&mut m, &["WAIT", "1", "5000"]), 1);
-    let payloads: Vec<Vec<u8>> = (0..2).map(|_| heard.next().payload).collect();
-    assert_eq!(payloads, [b"0".to_vec(), b"0".to_vec()]);
+    let payloads: Vec<Vec<u8>> = (0..3).map(|_| heard.next().payload).collect();
+    assert_eq!(payloads, [b"0".to_vec(), b"0".to_vec(), b"0".to_vec()]);
     assert_eq!(owner(&mut replica.conn(), "k"), None);
+}
+
+/// `k` is handed to a waiter that is gone before its reply: the grant is taken back.
+fn revoke_a_grant(master: &Server, m: &mut redis::Connection) {
+    int(m, &["LOCK.ACQUIRE", "k", "a"]);
+    let mut waiter = Wire::connect(master);
+    let Reply::Int(id) = waiter.call(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID is an integer");
+    };
+    waiter.send(&["LOCK.ACQUIRE", "k", "b", "WAIT", "0"]);
+    let queued = wait_until(SETTLE, || rlock_info(m, "rlock_waiters") == 1);
+    assert!(queued, "b never queued");
+    let mut both = redis::pipe();
+    both.atomic()
+        .cmd("LOCK.RELEASE")
+        .arg("k")
+        .arg("a")
+        .cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(id);
+    let (released, killed): (i64, i64) = both.query(m).expect("MULTI/EXEC");
+    assert_eq!((released, killed), (0, 1));
+    let revoked = wait_until(SETTLE, || rlock_info(m, "rlock_revoked_grants") == 1);
+    assert!(revoked, "the grant was not taken back");
 }
