@@ -230,3 +230,14 @@ fn fenced_call_errors_keep_the_servers_codes() {
         "ERR LOCK.FENCED could not run 'hset' here (errno 30)"
     );
 }
+
+#[test]
+fn gate_errors_carry_the_codes_clients_act_on() {
+    assert!(text(LockError::ReplicaWrite).starts_with("READONLY rlock: this node is a replica"));
+    assert!(text(LockError::WritesPaused).starts_with("TRYAGAIN rlock: writes are paused"));
+    assert_eq!(
+        text(LockError::Stalled(1500)),
+        "TRYAGAIN rlock: this node stalled; it grants and renews nothing for 1500 ms, until it knows its replicas again"
+    );
+    assert!(text(LockError::Evicted).starts_with("OOM rlock: the lock was evicted"));
+}

@@ -14,7 +14,8 @@ const LAYERS: Layers = &[
         "pure",
         &[
             &[
-                "error", "token", "channel", "counters", "registry", "reply", "spec",
+                "error", "token", "channel", "counters", "registry", "reply", "spec", "stall",
+                "verdict",
             ],
             &["args"],
             &["lock"],
@@ -31,7 +32,10 @@ const LAYERS: Layers = &[
     ),
     ("state", &[&["waiters", "store", "publish"], &["persist"]]),
     ("blocked clients", &[&["blocked"]]),
-    ("handoff", &[&["handoff"], &["expiry"], &["waiting"]]),
+    (
+        "handoff",
+        &[&["handoff"], &["expiry"], &["waiting", "heartbeat"]],
+    ),
     (
         "commands and events",
         &[&["dispatch"], &["commands", "info", "events"]],
