@@ -8,6 +8,7 @@ pub mod acquire;
 pub mod apply;
 pub mod forcerelease;
 pub mod info;
+pub mod raise;
 pub mod release;
 pub mod renew;
 
@@ -38,7 +39,7 @@ macro_rules! call {
 }
 
 /// Every command. All take the lock's key at position 1 and no other key.
-pub const COMMANDS: [CommandSpec; 6] = [
+pub const COMMANDS: [CommandSpec; 7] = [
     CommandSpec {
         name: c"lock.acquire",
         flags: c"write deny-oom blocking",
@@ -99,6 +100,16 @@ pub const COMMANDS: [CommandSpec; 6] = [
         args: &[KEY, OWNER, HOLDS, TOKEN, AT],
         call: call!("LOCK.APPLY", apply),
     },
+    CommandSpec {
+        name: c"lock.raise",
+        flags: c"write fast",
+        arity: 5,
+        keys: KeyAccess::Read,
+        categories: c"hash",
+        summary: c"Raises this node's token counter to at least floor, for the holder of the lock. Returns the counter, or nil if not held.",
+        args: &[KEY, OWNER, TOKEN, FLOOR],
+        call: call!("LOCK.RAISE", raise),
+    },
 ];
 
 const KEY: ArgDoc = ArgDoc {
@@ -149,6 +160,13 @@ const TOKEN: ArgDoc = ArgDoc {
     token: None,
     optional: false,
     summary: c"The fencing token (0: none).",
+};
+const FLOOR: ArgDoc = ArgDoc {
+    name: c"floor",
+    kind: ArgKind::Integer,
+    token: None,
+    optional: false,
+    summary: c"The least value the node's token counter must reach.",
 };
 const AT: ArgDoc = ArgDoc {
     name: c"unix-time-milliseconds",
