@@ -162,6 +162,10 @@ impl Client {
         self.core.watchdog_stats()
     }
 
+    pub(crate) fn options(&self) -> &ClientOptions {
+        self.core.options()
+    }
+
     pub(crate) fn next_owner_id(&self) -> String {
         self.core.next_owner_id()
     }

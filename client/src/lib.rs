@@ -222,6 +222,7 @@ mod error;
 mod guard;
 mod holding;
 mod info;
+mod keeper;
 mod lock;
 mod members;
 mod multi;

@@ -140,6 +140,13 @@ impl Lock {
         self.core.info(&self.key).await
     }
 
+    /// `cmd` on this lock's key, over its server's shared connection.
+    pub(crate) async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        let reply = self.core.query(&self.key, cmd).await;
+        reply
+            .map_err(|err| Error::from_command(err, &self.key, self.owner.as_deref().unwrap_or("")))
+    }
+
     /// Acquires, waiting up to `limit` (`None`: without limit).
     pub(crate) async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
         let owner = match &self.owner {

@@ -5,14 +5,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::{Client, Owner};
-use crate::election::{Election, Outcome};
+use std::sync::Mutex;
+
+use tokio::task::JoinSet;
+
+use crate::client::Client;
+use crate::election::{Election, Outcome, Won};
 use crate::error::{Error, LossReason, Result};
-use crate::guard::Guard;
-use crate::lock::Lock;
-use crate::members::Members;
+use crate::keeper::Held;
 use crate::options::LockOptions;
-use crate::quorum::{losses_to_fall_below, majority, quorum_token, unfit_server_count};
+use crate::quorum::{majority, unfit_server_count};
 
 /// A lock on N independent servers (N odd, at least 3; no replication between them),
 /// granted when a majority grants it: the lock survives the loss of a minority of servers,
@@ -42,6 +44,8 @@ pub struct RedLock {
     /// How many servers the lock is over (the clients may reach fewer of them).
     servers: usize,
     options: LockOptions,
+    /// Per server: whether it failed its last try (then it is not waited for as the gate).
+    suspects: Arc<Mutex<Vec<bool>>>,
 }
 
 impl fmt::Debug for RedLock {
@@ -88,6 +92,7 @@ impl RedLock {
         }
         Ok(RedLock {
             key,
+            suspects: Arc::new(Mutex::new(vec![false; clients.len()])),
             clients: clients.into(),
             servers,
             options: LockOptions::new(),
@@ -125,22 +130,21 @@ impl RedLock {
     }
 
     async fn run(&self, limit: Option<Duration>) -> Result<Option<RedLockGuard>> {
-        // One owner id on every server, so `LOCK.INFO` shows the same holder everywhere.
-        let owner: Arc<str> = self.clients[0].next_owner_id().into();
-        let locks: Vec<Lock> = self
+        let no_quorum_after = self
             .clients
             .iter()
-            .map(|c| Owner::with_id(c, owner.clone()).lock(self.key.clone()))
-            .map(|lock| lock.options(self.options))
-            .collect();
+            .map(|c| c.options().quorum_timeout_duration());
         let election = Election {
-            locks: &locks,
+            clients: &self.clients,
+            key: &self.key,
+            options: self.options,
             quorum: self.quorum(),
-            lease: self.options.lease_duration(),
             deadline: limit.map(|limit| Instant::now() + limit),
+            no_quorum_after: no_quorum_after.min().unwrap_or_default(),
+            suspects: &self.suspects,
         };
         match election.run().await {
-            Outcome::Granted(members) => Ok(Some(RedLockGuard::new(self, &owner, members))),
+            Outcome::Granted(won) => Ok(Some(RedLockGuard::new(self, won))),
             Outcome::TimedOut => Ok(None),
             Outcome::Unreachable(answered) => Err(Error::NoQuorum {
                 key: self.key.clone(),
@@ -159,9 +163,12 @@ fn canonical(clients: impl IntoIterator<Item = Client>) -> Vec<Client> {
     clients
 }
 
-/// A RedLock held on a majority of its servers. Lost once fewer than a majority of its
-/// members still hold (a server that stops answering loses its member at that member's
-/// safe deadline).
+/// A RedLock held on a majority of its servers. While it holds, it keeps a member on
+/// every server it can reach: servers that were busy or down when it won are queued on,
+/// and a member that is lost is taken back, as long as a majority of members hold. So it
+/// survives the loss of any minority of servers. Lost once fewer than a majority of its
+/// members hold (a server that stops answering loses its member at that member's safe
+/// deadline), for good.
 ///
 /// Dropping it releases every member in the background.
 #[must_use = "the lock is released when the guard is dropped"]
@@ -170,7 +177,9 @@ pub struct RedLockGuard {
     owner: String,
     token: u64,
     quorum: usize,
-    members: Members,
+    held: Arc<Held>,
+    /// One per server: they keep its member.
+    tasks: JoinSet<()>,
 }
 
 impl fmt::Debug for RedLockGuard {
@@ -179,26 +188,27 @@ impl fmt::Debug for RedLockGuard {
             .field("key", &self.key)
             .field("token", &self.token)
             .field("quorum", &self.quorum)
-            .field("members", &self.members.guards)
+            .field("held_on", &self.held.live())
             .finish()
     }
 }
 
 impl RedLockGuard {
-    fn new(lock: &RedLock, owner: &str, members: Members) -> RedLockGuard {
-        let tokens: Vec<u64> = members.guards.iter().map(Guard::token).collect();
+    fn new(lock: &RedLock, won: Won) -> RedLockGuard {
         RedLockGuard {
             key: lock.key.clone(),
-            owner: owner.to_owned(),
-            token: quorum_token(&tokens),
+            owner: won.owner.to_string(),
+            token: won.token,
             quorum: lock.quorum(),
-            members,
+            held: won.held,
+            tasks: won.tasks,
         }
     }
 
-    /// The fencing token: the largest of the granting servers' tokens. It is higher than
-    /// every earlier holding's whenever the server that gave that holding's token granted
-    /// this one too (always, while every server is up); see the README.
+    /// The fencing token: the largest of the granting servers' tokens. Every server that
+    /// granted was raised to it (`LOCK.RAISE`), so a later holding, whose majority shares
+    /// a server with this one, gets a larger token, as long as that server kept its counter
+    /// (see the README).
     pub fn token(&self) -> u64 {
         self.token
     }
@@ -213,31 +223,34 @@ impl RedLockGuard {
         &self.owner
     }
 
-    /// The guards of the servers that granted (at least a majority), in canonical order.
-    pub fn guards(&self) -> &[Guard] {
-        &self.members.guards
+    /// On how many servers a live member holds now (at least a majority, until lost).
+    pub fn held_on(&self) -> usize {
+        self.held.live()
+    }
+
+    /// The live members' fencing tokens, in the canonical order of their servers.
+    pub fn tokens(&self) -> Vec<u64> {
+        self.held.tokens()
     }
 
     /// True once fewer than a majority of members surely hold (a clock check).
     pub fn is_lost(&self) -> bool {
-        self.members.guards.len() - self.members.lost_count() < self.quorum
+        self.held.is_lost()
     }
 
     /// Why a member was lost, once the lock is.
     pub fn loss_reason(&self) -> Option<LossReason> {
-        self.is_lost().then(|| self.members.a_loss()).flatten()
+        self.is_lost().then(|| self.held.a_loss()).flatten()
     }
 
     /// Resolves when fewer than a majority of members hold, by their deadlines at the latest.
     pub async fn lost(&self) -> LossReason {
-        let held = self.members.guards.len();
-        let enough = losses_to_fall_below(held, self.quorum);
-        self.members.lost(enough).await
+        self.held.lost().await
     }
 
     /// Until when a majority of members surely hold.
     pub fn valid_until(&self) -> Instant {
-        self.members.valid_until(self.quorum)
+        self.held.valid_until()
     }
 
     /// How long a majority surely holds from now; zero once lost.
@@ -248,21 +261,26 @@ impl RedLockGuard {
     /// Releases every member (at once). Fails with [`Error::Lost`] if the lock was lost
     /// (fewer than a majority held); members a minority of servers could not release end
     /// with their leases.
-    pub async fn release(self) -> Result<()> {
-        let (lost, key) = (self.is_lost(), self.key.clone());
-        let reason = self.members.a_loss();
-        let errors = self.members.release().await;
-        match (lost, reason) {
-            (true, reason) => Err(Error::Lost {
-                key,
+    pub async fn release(mut self) -> Result<()> {
+        self.tasks.abort_all();
+        let (lost, reason, errors) = self.held.release().await;
+        if lost {
+            return Err(Error::Lost {
+                key: self.key.clone(),
                 reason: reason.unwrap_or(LossReason::Expired),
-            }),
-            (false, _) => {
-                for err in errors {
-                    tracing::debug!(%err, "a RedLock member was not released; it ends with its lease");
-                }
-                Ok(())
-            }
+            });
         }
+        for err in errors {
+            tracing::debug!(%err, "a RedLock member was not released; it ends with its lease");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RedLockGuard {
+    fn drop(&mut self) {
+        self.tasks.abort_all();
+        // Dropped members release themselves in the background.
+        drop(self.held.close());
     }
 }

@@ -40,7 +40,12 @@ const LAYERS: Layers = &[
     ("public API", &[&["lock"], &["client"], &["blocking"]]),
     (
         "several servers",
-        &[&["members"], &["multi", "election"], &["redlock"]],
+        &[
+            &["members"],
+            &["keeper", "multi"],
+            &["election"],
+            &["redlock"],
+        ],
     ),
 ];
 

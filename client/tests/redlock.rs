@@ -114,7 +114,7 @@ async fn with_one_of_three_down_locks_are_granted_renewed_and_handed_over() {
     servers[0].kill(); // the gate
     let guard = timeout(Duration::from_secs(10), lock.acquire()).await;
     let guard = guard.expect("granted in time").expect("granted");
-    assert_eq!(guard.guards().len(), 2);
+    assert_eq!(guard.held_on(), 2);
     // Three leases later it is still held on both live servers: renewed.
     tokio::time::sleep(lease * 3).await;
     assert!(!guard.is_lost(), "{:?}", guard.loss_reason());
