@@ -39,11 +39,9 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
+use crate::attempt::Attempt;
 use crate::client::{Client, Owner};
-use crate::error::Result;
-use crate::guard::Guard;
 use crate::keeper::Held;
-use crate::lock::Lock;
 use crate::options::LockOptions;
 use crate::quorum::{judge, pause_after, Answer, Verdict};
 
@@ -90,14 +88,6 @@ enum Round {
     TooLate,
     TimedOut,
     Unreachable(usize),
-}
-
-/// One attempt: its owner id, its locks (one per server), its slots and tasks.
-struct Attempt {
-    owner: Arc<str>,
-    locks: Vec<Lock>,
-    held: Arc<Held>,
-    tasks: JoinSet<()>,
 }
 
 impl Election<'_> {
@@ -178,18 +168,18 @@ impl Election<'_> {
             match attempt.held.answers()[gate] {
                 Answer::Trying => {}
                 Answer::Granted => break attempt.held.signal(gate),
-                Answer::Busy => return attempt.end(Round::TimedOut).await,
+                Answer::Busy => return ended(attempt, Round::TimedOut).await,
                 Answer::Failed => {
                     self.note(&attempt.held.answers());
-                    return attempt.end(Round::Again).await;
+                    return ended(attempt, Round::Again).await;
                 }
             }
             if changes.changed().await.is_err() {
-                return attempt.end(Round::Again).await;
+                return ended(attempt, Round::Again).await;
             }
         };
         let Some(gate_lost) = gate_lost else {
-            return attempt.end(Round::Again).await;
+            return ended(attempt, Round::Again).await;
         };
         for i in (0..attempt.locks.len()).filter(|i| *i != gate) {
             attempt.spawn(i, self.left(), None);
@@ -211,7 +201,7 @@ impl Election<'_> {
             }
             if answers.len() - count(Answer::Failed) < self.quorum {
                 let answered = count(Answer::Granted) + count(Answer::Busy);
-                return attempt.end(Round::Unreachable(answered)).await;
+                return ended(attempt, Round::Unreachable(answered)).await;
             }
             if count(Answer::Trying) == 0 {
                 let round = if self.expired() {
@@ -219,15 +209,15 @@ impl Election<'_> {
                 } else {
                     Round::Again
                 };
-                return attempt.end(round).await;
+                return ended(attempt, round).await;
             }
             let round_end = last_grant + self.options.lease_duration();
             tokio::select! {
                 biased;
-                _ = gate_lost.lost() => return attempt.end(Round::Again).await,
-                () = sleep_until_if(bounded, round_end) => return attempt.end(Round::Again).await,
+                _ = gate_lost.lost() => return ended(attempt, Round::Again).await,
+                () = sleep_until_if(bounded, round_end) => return ended(attempt, Round::Again).await,
                 changed = changes.changed() => if changed.is_err() {
-                    return attempt.end(Round::Again).await;
+                    return ended(attempt, Round::Again).await;
                 },
             }
         }
@@ -239,7 +229,7 @@ impl Election<'_> {
         let min_validity = self.options.lease_duration() / 10;
         let Some(token) = attempt.held.win(min_validity) else {
             tracing::debug!("a RedLock majority with too little validity left; again");
-            return attempt.end(Round::TooLate).await;
+            return ended(attempt, Round::TooLate).await;
         };
         let mut raises = JoinSet::new();
         for (i, lock) in attempt.locks.iter().enumerate() {
@@ -304,93 +294,10 @@ impl Election<'_> {
     }
 }
 
-impl Attempt {
-    /// Starts the task of server `i`: its first try waits up to `wait`, and counts as
-    /// failed after `slow` without an answer.
-    fn spawn(&mut self, i: usize, wait: Option<Duration>, slow: Option<Duration>) {
-        let (held, lock) = (self.held.clone(), self.locks[i].clone());
-        self.tasks.spawn(keep(held, i, lock, wait, slow));
-    }
-
-    /// Gives the attempt up: cancels its tasks (an acquisition dropped leaks no hold) and
-    /// releases its members; then `round`.
-    async fn end(mut self, round: Round) -> Round {
-        let mut members = self.held.close();
-        self.tasks.abort_all();
-        let releases: Vec<_> = members.iter_mut().map(Guard::start_release).collect();
-        for release in releases {
-            if let Err(err) = release.await {
-                tracing::debug!(%err, "could not release a member of a given-up attempt");
-            }
-        }
-        round
-    }
-
-    async fn give_up(self) {
-        self.end(Round::Again).await;
-    }
-}
-
-/// The task of one server in an attempt: its first try, then, once the attempt won, a
-/// member on that server for as long as the holding lasts.
-async fn keep(
-    held: Arc<Held>,
-    i: usize,
-    lock: Lock,
-    first: Option<Duration>,
-    slow: Option<Duration>,
-) {
-    let (mut wait, mut slow, mut failures) = (first, slow, 0);
-    loop {
-        match try_once(&held, i, &lock, wait, slow).await {
-            Ok(Some(guard)) => {
-                failures = 0;
-                let Ok(signal) = held.add(i, guard) else {
-                    return;
-                };
-                if held.is_won() {
-                    held.raise(i, &lock).await;
-                }
-                if !held.decided().await {
-                    return;
-                }
-                signal.lost().await;
-            }
-            Ok(None) => held.answer(i, Answer::Busy),
-            Err(err) => {
-                tracing::debug!(server = lock.server(), %err, "a RedLock server did not answer");
-                held.answer(i, Answer::Failed);
-                failures += 1;
-            }
-        }
-        if !held.decided().await || held.is_lost() {
-            return;
-        }
-        if failures > 0 {
-            tokio::time::sleep(pause_after(failures - 1)).await;
-        }
-        (wait, slow) = (None, None);
-    }
-}
-
-/// One acquisition on server `i`; counted as failed (but still awaited: a dropped
-/// acquisition would have to be cleaned up) once `slow` passed without an answer.
-async fn try_once(
-    held: &Held,
-    i: usize,
-    lock: &Lock,
-    wait: Option<Duration>,
-    slow: Option<Duration>,
-) -> Result<Option<Guard>> {
-    let run = lock.run(wait);
-    tokio::pin!(run);
-    if let Some(slow) = slow {
-        tokio::select! {
-            done = &mut run => return done,
-            () = tokio::time::sleep(slow) => held.answer(i, Answer::Failed),
-        }
-    }
-    run.await
+/// Gives `attempt` up; then `round`.
+async fn ended(attempt: Attempt, round: Round) -> Round {
+    attempt.give_up().await;
+    round
 }
 
 /// Sleeps until `at` if `bounded`; otherwise never resolves.

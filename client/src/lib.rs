@@ -212,6 +212,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod attempt;
 pub mod blocking;
 mod client;
 mod commands;
@@ -221,6 +222,7 @@ mod election;
 mod error;
 mod guard;
 mod holding;
+mod identity;
 mod info;
 mod keeper;
 mod lock;

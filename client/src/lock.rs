@@ -65,6 +65,12 @@ impl Lock {
         &self.server
     }
 
+    /// What names its server in a [`MultiLock`](crate::MultiLock)'s canonical order
+    /// ([`Client::identity`](crate::Client::identity)).
+    pub fn identity(&self) -> &str {
+        self.core.identity().unwrap_or(&self.server)
+    }
+
     /// Uses `options` for the following acquisitions.
     pub fn options(mut self, options: LockOptions) -> Lock {
         self.options = options;

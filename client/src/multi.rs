@@ -20,7 +20,7 @@ use crate::members::{release_outcome, Members};
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.
 ///
 /// Each member keeps its own options (lease, watchdog) and is renewed by its own client's
-/// watchdog. Members that name the same key on the same server address are taken once.
+/// watchdog. Members that name the same key on the same server are taken once.
 ///
 /// ```no_run
 /// # async fn demo(a: rlock_client::Client, b: rlock_client::Client) -> rlock_client::Result<()> {
@@ -41,7 +41,7 @@ pub struct MultiLock {
 
 impl MultiLock {
     /// A MultiLock over `locks`, which it puts in the canonical order (by key, then by
-    /// [`Lock::server`]); duplicates are dropped.
+    /// [`Lock::identity`]); duplicates (one key on one server) are dropped.
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> MultiLock {
         let mut locks: Vec<Lock> = locks.into_iter().collect();
         locks.sort_by(|a, b| canonical(a).cmp(&canonical(b)));
@@ -109,10 +109,10 @@ impl MultiLock {
     }
 }
 
-/// The canonical order's sort key: every process orders the same locks the same way, as
-/// long as they name each server by the same address.
+/// The canonical order's sort key: every process orders the same locks the same way, by
+/// what each server reports as its identity (not by how a URL spells its address).
 fn canonical(lock: &Lock) -> (&str, &str) {
-    (lock.name(), lock.server())
+    (lock.name(), lock.identity())
 }
 
 /// The holding of a [`MultiLock`]: every member held. Lost as soon as any member is.

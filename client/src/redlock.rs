@@ -39,7 +39,7 @@ use crate::quorum::{majority, unfit_server_count};
 #[derive(Clone)]
 pub struct RedLock {
     key: String,
-    /// One per server, in the canonical order (by [`Client::server`]).
+    /// One per server, in the canonical order (by [`Client::identity`]).
     clients: Arc<[Client]>,
     /// How many servers the lock is over (the clients may reach fewer of them).
     servers: usize,
@@ -61,24 +61,24 @@ impl fmt::Debug for RedLock {
 
 impl RedLock {
     /// A RedLock on `key` over `clients`, one per independent server. Fails with
-    /// [`Error::InvalidArgument`] unless there are an odd number, at least 3, of distinct
-    /// server addresses.
+    /// [`Error::InvalidArgument`] unless there are an odd number, at least 3, of them, or if
+    /// two reach the same server (by [`Client::identity`], whatever their URLs' spelling).
     pub fn new(clients: impl IntoIterator<Item = Client>, key: impl Into<String>) -> Result<Self> {
-        let clients = canonical(clients);
+        let clients = canonical(clients)?;
         RedLock::build(clients.len(), clients, key.into())
     }
 
     /// A RedLock on `key` over `servers` independent servers, of which `clients` reach
     /// those that could be opened (a client cannot be made for a server that is down): the
     /// majority is still of `servers`. Fails with [`Error::InvalidArgument`] unless
-    /// `servers` is odd and at least 3, and `clients` name at most that many distinct
-    /// server addresses.
+    /// `servers` is odd and at least 3 and `clients` are at most that many, or if two
+    /// clients reach the same server.
     pub fn with_servers(
         servers: usize,
         clients: impl IntoIterator<Item = Client>,
         key: impl Into<String>,
     ) -> Result<Self> {
-        RedLock::build(servers, canonical(clients), key.into())
+        RedLock::build(servers, canonical(clients)?, key.into())
     }
 
     /// A RedLock over `servers`, of which `clients` (in canonical order) reach some.
@@ -155,12 +155,24 @@ impl RedLock {
     }
 }
 
-/// `clients` in the canonical order (by server address), one per address.
-fn canonical(clients: impl IntoIterator<Item = Client>) -> Vec<Client> {
+/// `clients` in the canonical order (by server identity); refused if two reach one server.
+fn canonical(clients: impl IntoIterator<Item = Client>) -> Result<Vec<Client>> {
     let mut clients: Vec<Client> = clients.into_iter().collect();
-    clients.sort_by(|a, b| a.server().cmp(b.server()));
-    clients.dedup_by(|a, b| a.server() == b.server());
-    clients
+    clients.sort_by(|a, b| a.identity().cmp(b.identity()));
+    match clients
+        .windows(2)
+        .find(|w| w[0].identity() == w[1].identity())
+    {
+        Some(twice) => Err(Error::InvalidArgument {
+            detail: format!(
+                "one server given twice ({} and {}, both {})",
+                twice[0].server(),
+                twice[1].server(),
+                twice[0].identity()
+            ),
+        }),
+        None => Ok(clients),
+    }
 }
 
 /// A RedLock held on a majority of its servers. While it holds, it keeps a member on

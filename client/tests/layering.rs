@@ -24,7 +24,11 @@ const LAYERS: Layers = &[
     ),
     (
         "transport",
-        &[&["node", "sentinel"], &["topology"], &["router", "pool"]],
+        &[
+            &["node", "sentinel", "identity"],
+            &["topology"],
+            &["router", "pool"],
+        ],
     ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
     ("core", &[&["core"]]),
