@@ -1,0 +1,241 @@
+//! RedLock with servers dead or stopped (issue items 4, 5, 6): a holder won through the
+//! gate survives the death of any one server; a stopped server costs an acquisition about
+//! one per-server try, not a response timeout per round; with one server dead or stopped
+//! and 1 s leases a waiting party is served while another loops take/release; with two of
+//! three dead `acquire()` fails with the no-quorum error within its bound; and a majority
+//! won with too little validity left is not returned.
+
+mod redlock_support;
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redlock_support::{clients, clients_with, in_canonical_order, options};
+use rlock_client::{ClientOptions, Error, LockOptions, RedLock};
+use support::{eventually, watched, Server};
+use tokio::time::timeout;
+
+/// Whether every server in `servers` shows `owner` as the holder.
+fn held_by_all(servers: &[&Server], owner: &str) -> bool {
+    servers
+        .iter()
+        .all(|s| s.info("job").is_some_and(|i| i.owner == owner))
+}
+
+/// One holder, then a second won through the gate (queued while the first held); the
+/// server at `victim` is killed once the second holds everywhere: it still holds.
+async fn survives_the_death_of(victim: usize) {
+    let mut servers = in_canonical_order(3).await;
+    let lease = Duration::from_millis(1000);
+    let lock = RedLock::new(clients(&servers).await, "job").unwrap();
+    let lock = lock.options(watched(lease));
+    let first = lock.acquire().await.unwrap();
+    let second = lock.clone();
+    let waiting = tokio::spawn(async move { second.acquire().await });
+    let queued = || servers[0].info("job").is_some_and(|i| i.waiters == 1);
+    assert!(
+        eventually(Duration::from_secs(5), queued).await,
+        "queued on the gate"
+    );
+    first.release().await.unwrap();
+    let guard = timeout(Duration::from_secs(5), waiting).await;
+    let guard = guard.expect("handed over").unwrap().expect("granted");
+    // It takes the third server too, which is free (not asserted here: the point is below).
+    let all: Vec<&Server> = servers.iter().collect();
+    let everywhere = || held_by_all(&all, guard.owner());
+    eventually(Duration::from_secs(2), everywhere).await;
+    servers[victim].kill();
+    tokio::time::sleep(lease * 3).await;
+    assert!(
+        !guard.is_lost(),
+        "lost after server {victim} died: {:?}",
+        guard.loss_reason()
+    );
+    let live: Vec<&Server> = servers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != victim)
+        .map(|(_, s)| s)
+        .collect();
+    assert!(
+        held_by_all(&live, guard.owner()),
+        "renewed on the live servers"
+    );
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_won_through_the_gate_survives_the_death_of_the_first_server() {
+    survives_the_death_of(0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_won_through_the_gate_survives_the_death_of_the_second_server() {
+    survives_the_death_of(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_won_through_the_gate_survives_the_death_of_the_third_server() {
+    survives_the_death_of(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_gate_stopped_acquisitions_take_about_one_try_more() {
+    let servers = in_canonical_order(3).await;
+    // The default response timeout (2 s), a 1 s lease: a try counts as failed after 200 ms.
+    let defaults = ClientOptions::new();
+    let lock = RedLock::new(clients_with(&servers, defaults).await, "job").unwrap();
+    let lock = lock.options(watched(Duration::from_secs(1)));
+    servers[0].stop();
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let started = Instant::now();
+        let guard = timeout(Duration::from_secs(20), lock.acquire()).await;
+        guard
+            .expect("granted in time")
+            .expect("granted")
+            .release()
+            .await
+            .unwrap();
+        took.push(started.elapsed());
+    }
+    servers[0].resume();
+    // A response timeout is 2 s: none of them waited one out.
+    let slowest = took.iter().max().copied().unwrap_or_default();
+    assert!(
+        slowest < Duration::from_millis(1500),
+        "acquisitions took {took:?}"
+    );
+}
+
+/// With server `victim` killed or stopped and 1 s leases, B waits (5 s limit) three times
+/// while A loops take/release: B is served each time.
+async fn a_waiting_party_is_served(victim: usize, kill: bool) {
+    let mut servers = in_canonical_order(3).await;
+    let options = LockOptions::new().lease(Duration::from_secs(1));
+    let a = RedLock::new(clients(&servers).await, "job")
+        .unwrap()
+        .options(options);
+    let b = RedLock::new(clients(&servers).await, "job")
+        .unwrap()
+        .options(options);
+    if kill {
+        servers[victim].kill();
+    } else {
+        servers[victim].stop();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let a_holdings = Arc::new(AtomicU32::new(0));
+    let (a_stop, a_count) = (stop.clone(), a_holdings.clone());
+    let looping = tokio::spawn(async move {
+        while !a_stop.load(Ordering::SeqCst) {
+            if let Ok(Some(guard)) = a.try_acquire(Duration::from_secs(5)).await {
+                a_count.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let _ = guard.release().await;
+            }
+        }
+    });
+    let mut served = 0;
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Ok(Some(guard)) = b.try_acquire(Duration::from_secs(5)).await {
+            served += 1;
+            let _ = guard.release().await;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    timeout(Duration::from_secs(15), looping)
+        .await
+        .expect("A stops")
+        .unwrap();
+    if !kill {
+        servers[victim].resume();
+    }
+    let a_holdings = a_holdings.load(Ordering::SeqCst);
+    assert_eq!(
+        served, 3,
+        "B served {served} of 3 times; A held {a_holdings} times"
+    );
+    assert!(a_holdings > 0, "A was never served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_gate_dead_a_waiting_party_is_served_beside_a_looping_one() {
+    a_waiting_party_is_served(0, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_last_server_dead_a_waiting_party_is_served_beside_a_looping_one() {
+    a_waiting_party_is_served(2, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_last_server_stopped_a_waiting_party_is_served_beside_a_looping_one() {
+    a_waiting_party_is_served(2, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_of_three_dead_acquire_fails_with_no_quorum_within_its_bound() {
+    let mut servers = in_canonical_order(3).await;
+    let bound = Duration::from_secs(2);
+    let clients = clients_with(&servers, options().quorum_timeout(bound)).await;
+    let lock = RedLock::new(clients, "job").unwrap();
+    servers[0].kill();
+    servers[2].kill();
+    let started = Instant::now();
+    let outcome = timeout(Duration::from_secs(15), lock.acquire()).await;
+    let outcome = outcome.expect("acquire() ends");
+    assert!(
+        matches!(
+            outcome,
+            Err(Error::NoQuorum {
+                needed: 2,
+                answered: 1,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert!(started.elapsed() >= bound, "failed before its bound");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_majority_won_with_little_validity_left_is_not_returned() {
+    let servers = in_canonical_order(3).await;
+    let lease = Duration::from_millis(1000);
+    let lock = RedLock::new(clients(&servers).await, "job").unwrap();
+    let lock = lock.options(LockOptions::new().lease(lease));
+    // Another holder keeps the second and third servers: the RedLock holds the gate and
+    // queues on them.
+    for server in &servers[1..] {
+        let _: u64 = server.cmd(&["LOCK.ACQUIRE", "job", "other:1", "LEASE", "60000"]);
+    }
+    let contender = lock.clone();
+    let waiting = tokio::spawn(async move { contender.try_acquire(Duration::from_secs(10)).await });
+    let gate_held = || servers[0].info("job").is_some_and(|i| i.owner != "other:1");
+    assert!(
+        eventually(Duration::from_secs(5), gate_held).await,
+        "the gate is held"
+    );
+    // When the gate has about 60 ms left, the others are freed: handed to the RedLock.
+    let nearly_over = || {
+        servers[0]
+            .info("job")
+            .is_some_and(|i| (0..=60).contains(&i.ttl))
+    };
+    assert!(eventually(Duration::from_secs(5), nearly_over).await);
+    for server in &servers[1..] {
+        let _: i64 = server.cmd(&["LOCK.FORCERELEASE", "job"]);
+    }
+    let guard = timeout(Duration::from_secs(12), waiting).await;
+    let guard = guard.expect("ends").unwrap().unwrap().expect("granted");
+    let left = guard.remaining();
+    assert!(
+        left >= lease / 10,
+        "returned with {left:?} of validity left"
+    );
+    guard.release().await.unwrap();
+}
