@@ -41,9 +41,13 @@ fn start(n: usize) -> Vec<Server> {
     (0..n).map(|_| Server::start()).collect()
 }
 
-/// The servers in the RedLock's canonical order (by address): the first is the gate.
+/// The servers in the RedLock's canonical order (by `run_id`): the first is the gate.
 fn in_canonical_order(mut servers: Vec<Server>) -> Vec<Server> {
-    servers.sort_by_key(|s| format!("127.0.0.1:{}", s.port()));
+    servers.sort_by_cached_key(|s| {
+        let info: String = s.cmd(&["INFO", "server"]);
+        let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:"));
+        run_id.expect("INFO server has run_id").trim().to_owned()
+    });
     servers
 }
 
@@ -251,4 +255,19 @@ async fn redlock_holder_process() {
     }
     std::io::stdout().flush().unwrap();
     drop(guard);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_naming_one_server_twice_by_two_spellings_is_refused() {
+    let servers = start(3);
+    let mut clients = clients(&urls(&servers)).await;
+    let short = format!("redis://127.1:{}/", servers[0].port());
+    clients[2] = Client::open_with(short, options())
+        .await
+        .expect("open a client");
+    let refused = RedLock::new(clients, "job");
+    assert!(
+        matches!(&refused, Err(Error::InvalidArgument { detail }) if detail.contains("twice")),
+        "{refused:?}"
+    );
 }
