@@ -259,7 +259,7 @@ fn valid_until(state: &State, quorum: usize) -> Option<Instant> {
 }
 
 /// Resolves once `enough` of `signals` fired.
-async fn losses(signals: Vec<LostSignal>, enough: usize) {
+pub(crate) async fn losses(signals: Vec<LostSignal>, enough: usize) {
     let mut fired = tokio::task::JoinSet::new();
     for signal in signals {
         fired.spawn(async move { signal.lost().await });

@@ -9,12 +9,14 @@
 //! philosophers). What was taken is released when a member cannot be had in time.
 
 use std::fmt;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::members::{release_outcome, Members};
+use crate::signal::{finish, GroupSignal};
 
 /// Several locks held all together, from one or several [`Client`](crate::Client)s: a
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.
@@ -66,6 +68,24 @@ impl MultiLock {
     /// was taken.
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<MultiGuard>> {
         self.run(Some(wait)).await
+    }
+
+    /// Takes every member (as [`acquire`](MultiLock::acquire) does), runs `work` while
+    /// holding them, then releases them, as [`Lock::with_lock`] does: if a member is lost
+    /// while `work` runs, `work` is dropped and the call fails with [`Error::Lost`].
+    pub async fn with_lock<F, Fut, T>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(GroupSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let signal = guard.lost_signal();
+        let done = tokio::select! {
+            biased;
+            reason = signal.lost() => Err(reason),
+            value = work(signal.clone()) => Ok(value),
+        };
+        finish(&self.names().join(","), done, guard.release().await)
     }
 
     async fn run(&self, limit: Option<Duration>) -> Result<Option<MultiGuard>> {
@@ -156,6 +176,12 @@ impl MultiGuard {
     /// Resolves as soon as any member is lost, by the earliest member deadline at the latest.
     pub async fn lost(&self) -> LossReason {
         self.members.lost(1).await
+    }
+
+    /// A signal of this holding's loss (any member's) that can be moved into spawned work;
+    /// see [`GroupSignal`].
+    pub fn lost_signal(&self) -> GroupSignal {
+        GroupSignal::all(self.members.guards.iter().map(Guard::lost_signal).collect())
     }
 
     /// Until when every member is surely held: the earliest member deadline.

@@ -2,6 +2,7 @@
 //! hold it. How contenders reach a majority is in `election.rs`.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ use crate::error::{Error, LossReason, Result};
 use crate::keeper::Held;
 use crate::options::LockOptions;
 use crate::quorum::{majority, unfit_server_count};
+use crate::signal::{finish, GroupSignal};
 
 /// A lock on N independent servers (N odd, at least 3; no replication between them),
 /// granted when a majority grants it: the lock survives the loss of a minority of servers,
@@ -127,6 +129,25 @@ impl RedLock {
     /// stayed busy, [`Error::NoQuorum`] if too few servers answered.
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
         self.run(Some(wait)).await
+    }
+
+    /// Acquires the lock (as [`acquire`](RedLock::acquire) does), runs `work` while holding
+    /// it, then releases it, as [`Lock::with_lock`](crate::Lock::with_lock) does: if the
+    /// lock is lost while `work` runs, `work` is dropped and the call fails with
+    /// [`Error::Lost`].
+    pub async fn with_lock<F, Fut, T>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(GroupSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let signal = guard.lost_signal();
+        let done = tokio::select! {
+            biased;
+            reason = signal.lost() => Err(reason),
+            value = work(signal.clone()) => Ok(value),
+        };
+        finish(&self.key, done, guard.release().await)
     }
 
     async fn run(&self, limit: Option<Duration>) -> Result<Option<RedLockGuard>> {
@@ -258,6 +279,12 @@ impl RedLockGuard {
     /// Resolves when fewer than a majority of members hold, by their deadlines at the latest.
     pub async fn lost(&self) -> LossReason {
         self.held.lost().await
+    }
+
+    /// A signal of this holding's loss that can be moved into spawned work; see
+    /// [`GroupSignal`].
+    pub fn lost_signal(&self) -> GroupSignal {
+        GroupSignal::quorum(&self.held, self.token)
     }
 
     /// Until when a majority of members surely hold.

@@ -222,3 +222,27 @@ async fn two_spellings_of_one_server_do_not_deadlock_two_multilocks() {
         done.expect("deadlock").expect("a contender");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_gives_a_signal_and_drops_the_work_when_a_member_is_lost() {
+    let mut pair = Pair::start().await;
+    let lease = Duration::from_millis(900);
+    let locks = ["a", "c"].map(|k| pair.client_of(k).lock(k).options(watched(lease)));
+    let multi = MultiLock::new(locks);
+    let tokens = multi.with_lock(|held| async move { held.tokens() }).await;
+    assert_eq!(tokens.unwrap().len(), 2);
+    let running = tokio::spawn(async move {
+        multi
+            .with_lock(|held| async move {
+                assert!(!held.is_lost());
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            })
+            .await
+    });
+    let held = || pair.servers[1].info("c").is_some();
+    assert!(support::eventually(Duration::from_secs(5), held).await);
+    pair.servers[1].kill();
+    let outcome = timeout(Duration::from_secs(5), running).await;
+    let outcome = outcome.expect("the work is dropped in time").unwrap();
+    assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
+}

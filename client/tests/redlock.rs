@@ -271,3 +271,27 @@ async fn a_redlock_naming_one_server_twice_by_two_spellings_is_refused() {
         "{refused:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_runs_the_work_and_drops_it_when_a_majority_is_lost() {
+    let mut servers = start(3);
+    let lock = RedLock::new(clients(&urls(&servers)).await, "job").unwrap();
+    let lock = lock.options(watched(Duration::from_millis(600)));
+    let token = lock.with_lock(|held| async move { held.tokens()[0] }).await;
+    assert!(token.unwrap() > 0);
+    assert!(servers.iter().all(|s| s.info("job").is_none()), "released");
+    let running = tokio::spawn(async move {
+        lock.with_lock(|held| async move {
+            assert!(!held.is_lost() && held.remaining() > Duration::ZERO);
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        })
+        .await
+    });
+    let held = || servers.iter().all(|s| s.info("job").is_some());
+    assert!(support::eventually(Duration::from_secs(5), held).await);
+    servers[0].kill();
+    servers[1].kill();
+    let outcome = timeout(Duration::from_secs(5), running).await;
+    let outcome = outcome.expect("the work is dropped in time").unwrap();
+    assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
+}

@@ -1,4 +1,6 @@
 //! What the RedLock test files share: servers in the canonical order, clients, contention.
+// Each test file uses some of these.
+#![allow(dead_code)]
 
 use std::time::Duration;
 
