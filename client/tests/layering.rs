@@ -45,8 +45,9 @@ const LAYERS: Layers = &[
     (
         "several servers",
         &[
-            &["members"],
-            &["keeper", "multi"],
+            &["members", "keeper"],
+            &["signal"],
+            &["multi", "attempt"],
             &["election"],
             &["redlock"],
         ],
