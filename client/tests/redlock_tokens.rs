@@ -32,7 +32,10 @@ async fn tokens_grow(n: usize, ahead: usize) {
     let servers = in_canonical_order(n).await;
     push_counter_ahead(&servers[ahead], Duration::from_secs(3600));
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let (inside, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU32::new(0)));
+    let (inside, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU32::new(0)),
+    );
     let mut tasks = Vec::new();
     for _ in 0..TASKS {
         let lock = RedLock::new(clients(&servers).await, "job").unwrap();
@@ -57,7 +60,9 @@ async fn tokens_grow(n: usize, ahead: usize) {
     }
     for task in tasks {
         let finished = timeout(Duration::from_secs(240), task).await;
-        finished.expect("deadlock or starvation").expect("a contender");
+        finished
+            .expect("deadlock or starvation")
+            .expect("a contender");
     }
     let seen = seen.lock().unwrap();
     let holdings = done.load(Ordering::SeqCst);
@@ -93,4 +98,32 @@ async fn a_server_raised_by_the_holder_issues_more_than_the_holding_token() {
         assert!(token > guard.token(), "{token} <= {}", guard.token());
     }
     guard.release().await.unwrap();
+}
+
+/// A contender queued on the gate is not overtaken by a newcomer that finds the other
+/// servers free: winning at once needs the gate too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_does_not_overtake_a_contender_queued_on_the_gate() {
+    let servers = in_canonical_order(3).await;
+    for server in &servers {
+        let _: u64 = server.cmd(&["LOCK.ACQUIRE", "job", "other:1", "LEASE", "60000"]);
+    }
+    let queued = RedLock::new(clients(&servers).await, "job").unwrap();
+    let waiting = tokio::spawn(async move { queued.acquire().await });
+    let on_gate = || servers[0].info("job").is_some_and(|i| i.waiters == 1);
+    assert!(support::eventually(Duration::from_secs(5), on_gate).await);
+    // The other servers become free; the gate stays busy, with the contender queued.
+    for server in &servers[1..] {
+        let _: i64 = server.cmd(&["LOCK.FORCERELEASE", "job"]);
+    }
+    let newcomer = RedLock::new(clients(&servers).await, "job").unwrap();
+    let overtaking = newcomer.try_acquire(Duration::from_millis(300)).await;
+    assert!(
+        matches!(overtaking, Ok(None)),
+        "the newcomer overtook: {overtaking:?}"
+    );
+    let _: i64 = servers[0].cmd(&["LOCK.FORCERELEASE", "job"]);
+    let first = timeout(Duration::from_secs(5), waiting).await;
+    let first = first.expect("served").unwrap().expect("granted");
+    first.release().await.unwrap();
 }
