@@ -239,3 +239,66 @@ async fn a_majority_won_with_little_validity_left_is_not_returned() {
     );
     guard.release().await.unwrap();
 }
+
+/// A gate holder whose gate is the first server keeps it as long as the others are held
+/// (its round no longer ends after one lease, handing the gate to the next contender and
+/// queueing again behind it): the contender that queued first is served first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_holder_keeps_the_gate_while_the_others_are_held_longer_than_a_lease() {
+    let servers = in_canonical_order(3).await;
+    let lease = Duration::from_millis(500);
+    // Another holder keeps the second and third servers for a minute.
+    for server in &servers[1..] {
+        let _: u64 = server.cmd(&["LOCK.ACQUIRE", "job", "other:1", "LEASE", "60000"]);
+    }
+    let redlock = || async {
+        let lock = RedLock::new(clients(&servers).await, "job").unwrap();
+        lock.options(watched(lease))
+    };
+    let (first, second) = (redlock().await, redlock().await);
+    let first = tokio::spawn(async move { first.acquire().await.map(|g| (Instant::now(), g)) });
+    // The first holds the gate once it queues on the others.
+    let queued = || {
+        servers[1..]
+            .iter()
+            .all(|s| s.info("job").is_some_and(|i| i.waiters == 1))
+    };
+    assert!(
+        eventually(Duration::from_secs(5), queued).await,
+        "the first holds the gate"
+    );
+    let gate_owner = || servers[0].info("job").map(|i| i.owner);
+    let gate = gate_owner().expect("the gate is held");
+    let second = tokio::spawn(async move { second.acquire().await.map(|g| (Instant::now(), g)) });
+    let behind = || servers[0].info("job").is_some_and(|i| i.waiters >= 1);
+    assert!(
+        eventually(Duration::from_secs(5), behind).await,
+        "the second queues on the gate"
+    );
+    // Three leases: an old round would have given the gate up twice.
+    let changed = || gate_owner().is_some_and(|owner| owner != gate);
+    let gave_up = eventually(lease * 3, changed).await;
+    assert!(
+        !gave_up,
+        "the first gave the gate up while the others were held"
+    );
+    for server in &servers[1..] {
+        let _: i64 = server.cmd(&["LOCK.FORCERELEASE", "job"]);
+    }
+    let first_at = served(first).await;
+    let second_at = served(second).await;
+    assert!(
+        first_at < second_at,
+        "the contender that queued first was served second"
+    );
+}
+
+type Served = tokio::task::JoinHandle<rlock_client::Result<(Instant, rlock_client::RedLockGuard)>>;
+
+/// When `task`'s acquisition was granted; releases it.
+async fn served(task: Served) -> Instant {
+    let done = timeout(Duration::from_secs(10), task).await;
+    let (at, guard) = done.expect("served").unwrap().unwrap();
+    guard.release().await.unwrap();
+    at
+}

@@ -88,7 +88,8 @@ async fn five_servers_one_counter_ahead_tokens_strictly_increase() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_raised_by_the_holder_issues_more_than_the_holding_token() {
     let servers = in_canonical_order(3).await;
-    let pushed = push_counter_ahead(&servers[1], Duration::from_secs(3600));
+    // The gate: every win includes it, so the holding's token is at least its counter.
+    let pushed = push_counter_ahead(&servers[0], Duration::from_secs(3600));
     let lock = RedLock::new(clients(&servers).await, "job").unwrap();
     let guard = lock.acquire().await.unwrap();
     assert!(guard.token() >= pushed, "{} < {pushed}", guard.token());
