@@ -53,9 +53,10 @@ impl Core {
         let router = Arc::new(Router::new(redis, sentinels, options));
         check_module(&mut router.seed().shared().await?).await?;
         router.discover().await?;
-        let identity = match followed {
-            true => None,
-            false => identity::learn(&mut router.seed().shared().await?).await,
+        let identity = if followed {
+            None
+        } else {
+            identity::learn(&mut router.seed().shared().await?).await
         };
         let runtime = Handle::current();
         let core = Core {

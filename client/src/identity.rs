@@ -7,6 +7,12 @@
 //!   client was opened on (while that node stays in the cluster).
 //! - A master followed through Sentinel: none here (the master changes with a failover);
 //!   the client names it by its sentinels and master name.
+//!
+//! A `run_id` is drawn again when the server restarts: clients opened before and after a
+//! restart name it differently (and may order it differently against the others) until
+//! they are opened again. Two MultiLocks that order shared members differently can wait on
+//! each other, up to their wait limits (for ever without one): reopen clients after a
+//! server restarts.
 
 use redis::aio::ConnectionManager;
 use redis::RedisResult;
