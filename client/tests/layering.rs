@@ -49,6 +49,7 @@ const LAYERS: Layers = &[
             &["signal"],
             &["multi", "attempt"],
             &["election"],
+            &["redlock_guard"],
             &["redlock"],
         ],
     ),
