@@ -8,11 +8,11 @@ mod redlock_support;
 mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redlock_support::{clients, in_canonical_order, now_us};
-use rlock_client::RedLock;
+use rlock_client::{GroupSignal, RedLock};
 use support::{watched, Server};
 
 const TASKS: u64 = 4;
@@ -39,45 +39,65 @@ struct Tally {
     cancelled: AtomicU64,
 }
 
-/// How many of `servers` show `owner` as the holder of `job`.
-fn holding_servers(servers: &[Server], owner: &str) -> usize {
+impl Tally {
+    fn violation(&self, what: &str) {
+        self.violations.fetch_add(1, Ordering::SeqCst);
+        eprintln!("VIOLATION: {what}");
+    }
+}
+
+/// The owner `server` shows for `job` (`Some(None)`: free), or `None` if it does not answer
+/// within 200 ms (stopped).
+fn owner_on(server: &Server) -> Option<Option<String>> {
+    let within = Duration::from_millis(200);
+    let client = redis::Client::open(server.url()).ok()?;
+    let mut conn = client.get_connection_with_timeout(within).ok()?;
+    conn.set_read_timeout(Some(within)).ok()?;
+    let reply: Option<Vec<String>> = redis::cmd("LOCK.INFO").arg("job").query(&mut conn).ok()?;
+    Some(reply.and_then(|fields| fields.get(1).cloned()))
+}
+
+/// How many of `servers` surely do not show `owner` as the holder (a stopped server may).
+fn servers_not_holding(servers: &[Server], owner: &str) -> usize {
     tokio::task::block_in_place(|| {
-        let held = |s: &&Server| s.info("job").is_some_and(|i| i.owner == owner);
-        servers.iter().filter(held).count()
+        let other = |s: &&Server| owner_on(s).is_some_and(|o| o.as_deref() != Some(owner));
+        servers.iter().filter(other).count()
     })
 }
 
+/// Loops until the budget or the checks are used up: acquisitions cancelled at random
+/// moments; each holding checks that no majority of servers shows another holder while it
+/// believes it holds, and that the holder before it no longer believed so.
 async fn contend(
     servers: Arc<Vec<Server>>,
     lock: RedLock,
     seed: u64,
-    inside: Arc<AtomicBool>,
+    current: Arc<Mutex<Option<GroupSignal>>>,
     tally: Arc<Tally>,
 ) {
     let mut rng = Rng(seed | 1);
     let started = Instant::now();
-    let quorum = lock.quorum();
+    let (quorum, n) = (lock.quorum(), servers.len());
     while tally.checks.load(Ordering::SeqCst) < CHECKS && started.elapsed() < BUDGET {
         let limit = Duration::from_micros(200 + rng.below(30_000));
         let Ok(acquired) = tokio::time::timeout(limit, lock.acquire()).await else {
             tally.cancelled.fetch_add(1, Ordering::SeqCst);
             continue;
         };
-        let guard = acquired.expect("acquire");
-        if inside.swap(true, Ordering::SeqCst) {
-            tally.violations.fetch_add(1, Ordering::SeqCst);
-            eprintln!("VIOLATION: two guards believe they hold at once");
+        let Ok(guard) = acquired else { continue };
+        let before = current.lock().unwrap().replace(guard.lost_signal());
+        if before.is_some_and(|previous| !previous.is_lost()) {
+            tally.violation("a guard was granted while the one before believed it held");
         }
         for _ in 0..1 + rng.below(3) {
             let valid_until = guard.valid_until();
-            let held = holding_servers(&servers, guard.owner());
-            if Instant::now() < valid_until && held < quorum {
-                tally.violations.fetch_add(1, Ordering::SeqCst);
-                eprintln!("VIOLATION: a guard believes it holds on {held} servers");
+            let not_ours = servers_not_holding(&servers, guard.owner());
+            if Instant::now() < valid_until && not_ours > n - quorum {
+                tally.violation("a guard believes it holds while a majority does not show it");
             }
             tally.checks.fetch_add(1, Ordering::SeqCst);
         }
-        inside.store(false, Ordering::SeqCst);
+        current.lock().unwrap().take();
         if rng.below(4) == 0 {
             drop(guard); // released in the background
         } else {
@@ -86,14 +106,29 @@ async fn contend(
     }
 }
 
-async fn stress(n: usize) {
+/// Stops each server in turn for 800 ms, then lets it run 400 ms, until `done`.
+async fn stop_in_turn(servers: Arc<Vec<Server>>, done: Arc<AtomicBool>) {
+    for i in (0..servers.len()).cycle() {
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        servers[i].stop();
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        servers[i].resume();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+}
+
+async fn stress(n: usize, stopping: bool) {
     let servers = Arc::new(in_canonical_order(n).await);
     let seed = std::env::var("RLOCK_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(now_us);
     eprintln!("seed {seed} (RLOCK_TEST_SEED to replay)");
-    let (inside, tally) = (Arc::new(AtomicBool::new(false)), Arc::new(Tally::default()));
+    let (current, tally) = (Arc::new(Mutex::new(None)), Arc::new(Tally::default()));
+    let done = Arc::new(AtomicBool::new(false));
+    let chaos = stopping.then(|| tokio::spawn(stop_in_turn(servers.clone(), done.clone())));
     let mut tasks = Vec::new();
     for t in 0..TASKS {
         let lock = RedLock::new(clients(&servers).await, "job").unwrap();
@@ -102,7 +137,7 @@ async fn stress(n: usize) {
             servers.clone(),
             lock,
             seed.wrapping_add(t),
-            inside.clone(),
+            current.clone(),
             tally.clone(),
         );
         tasks.push(tokio::spawn(job));
@@ -110,6 +145,10 @@ async fn stress(n: usize) {
     for task in tasks {
         let ended = tokio::time::timeout(BUDGET * 3, task).await;
         ended.expect("a contender is stuck").expect("a contender");
+    }
+    done.store(true, Ordering::SeqCst);
+    if let Some(chaos) = chaos {
+        chaos.await.expect("the stopping task");
     }
     let (checks, violations) = (
         tally.checks.load(Ordering::SeqCst),
@@ -128,5 +167,10 @@ async fn stress(n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelled_redlock_acquisitions_never_leave_two_holders() {
-    stress(3).await;
+    stress(3, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_redlock_acquisitions_with_servers_stopped_in_turn_never_leave_two_holders() {
+    stress(3, true).await;
 }
