@@ -114,15 +114,18 @@ impl RedLock {
     }
 
     /// Acquires the lock on a majority, waiting as long as it takes (or up to
-    /// [`LockOptions::wait`], then [`Error::Timeout`]); fails with [`Error::NoQuorum`] if
-    /// the wait limit passes while too few servers answer.
+    /// [`LockOptions::wait`], then [`Error::Timeout`]); fails with [`Error::NoQuorum`] once
+    /// fewer than a majority of servers answered for
+    /// [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout) (or until
+    /// the wait limit passed).
     pub async fn acquire(&self) -> Result<RedLockGuard> {
         let limit = self.options.wait_limit();
         Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
     }
 
     /// Tries to acquire the lock on a majority, waiting up to `wait`; `Ok(None)` if it
-    /// stayed busy, [`Error::NoQuorum`] if too few servers answered.
+    /// stayed busy, [`Error::NoQuorum`] if too few servers answered (until `wait` or
+    /// [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout) passed).
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
         self.run(Some(wait)).await
     }
