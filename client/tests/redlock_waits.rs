@@ -46,10 +46,11 @@ async fn with_the_gate_stopped_acquisitions_take_about_one_try_more() {
     );
 }
 
-/// With server `victim` killed or stopped and 1 s leases, B waits (5 s limit) three times
-/// while A loops take/release: B is served each time.
-async fn a_waiting_party_is_served(victim: usize, kill: bool) {
-    let mut servers = in_canonical_order(3).await;
+/// Over `n` servers, with those at `killed` killed and those at `stopped` stopped, and 1 s
+/// leases, B waits (5 s limit) three times while A loops take/release: B is served each
+/// time.
+async fn a_waiting_party_is_served(n: usize, killed: &[usize], stopped: &[usize]) {
+    let mut servers = in_canonical_order(n).await;
     let options = LockOptions::new().lease(Duration::from_secs(1));
     let a = RedLock::new(clients(&servers).await, "job")
         .unwrap()
@@ -57,10 +58,11 @@ async fn a_waiting_party_is_served(victim: usize, kill: bool) {
     let b = RedLock::new(clients(&servers).await, "job")
         .unwrap()
         .options(options);
-    if kill {
-        servers[victim].kill();
-    } else {
-        servers[victim].stop();
+    for &i in killed {
+        servers[i].kill();
+    }
+    for &i in stopped {
+        servers[i].stop();
     }
     let stop = Arc::new(AtomicBool::new(false));
     let a_holdings = Arc::new(AtomicU32::new(0));
@@ -87,8 +89,8 @@ async fn a_waiting_party_is_served(victim: usize, kill: bool) {
         .await
         .expect("A stops")
         .unwrap();
-    if !kill {
-        servers[victim].resume();
+    for &i in stopped {
+        servers[i].resume();
     }
     let a_holdings = a_holdings.load(Ordering::SeqCst);
     assert_eq!(
@@ -100,17 +102,17 @@ async fn a_waiting_party_is_served(victim: usize, kill: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_gate_dead_a_waiting_party_is_served_beside_a_looping_one() {
-    a_waiting_party_is_served(0, true).await;
+    a_waiting_party_is_served(3, &[0], &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_last_server_dead_a_waiting_party_is_served_beside_a_looping_one() {
-    a_waiting_party_is_served(2, true).await;
+    a_waiting_party_is_served(3, &[2], &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_last_server_stopped_a_waiting_party_is_served_beside_a_looping_one() {
-    a_waiting_party_is_served(2, false).await;
+    a_waiting_party_is_served(3, &[], &[2]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,4 +214,9 @@ async fn served(task: Served) -> Instant {
     let (at, guard) = done.expect("served").unwrap().unwrap();
     guard.release().await.unwrap();
     at
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_of_five_down_a_waiting_party_is_served_beside_a_looping_one() {
+    a_waiting_party_is_served(5, &[0], &[3]).await;
 }
