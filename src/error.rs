@@ -72,6 +72,8 @@ pub enum LockError {
     ApplyFromClient,
     /// `LOCK.APPLY` with values no master would send.
     BadApply,
+    /// `LOCK.RAISE` with a token or floor that is not a non-negative integer.
+    BadRaise,
     /// The token counter is at its maximum: no fresh holding can be granted.
     TokensExhausted,
     /// `rlock.max-waiters` clients wait on this node already.
@@ -239,6 +241,9 @@ impl fmt::Display for LockError {
             ),
             LockError::BadApply => f.write_str(
                 "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
+            ),
+            LockError::BadRaise => f.write_str(
+                "ERR LOCK.RAISE needs key owner token floor: token and floor non-negative integers",
             ),
             LockError::TokensExhausted => f.write_str(
                 "ERR fencing tokens are exhausted on this node: the counter is at its maximum",

@@ -93,6 +93,7 @@ fn apply_errors_say_what_the_command_is_for() {
         "ERR LOCK.APPLY only replays a master's writes (replication stream or AOF)"
     );
     assert!(text(LockError::BadApply).starts_with("ERR LOCK.APPLY needs "));
+    assert!(text(LockError::BadRaise).starts_with("ERR LOCK.RAISE needs "));
 }
 
 #[test]
