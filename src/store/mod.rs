@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use redis_module::raw;
 
 use crate::args::strict_i64;
+use crate::config;
 use crate::error::LockError;
 use crate::ffi::{api, kept, OwnedString};
 use crate::lock::{Holding, TOKEN_FIELD};
@@ -88,7 +89,7 @@ impl LockKey {
     pub fn read(&self) -> Result<Option<Holding>, LockError> {
         let holding = self.read_fields()?;
         if let Some(h) = &holding {
-            TOKENS.learn(h.token);
+            TOKENS.learn(h.token, config::token_gap());
         }
         Ok(holding)
     }
@@ -155,7 +156,7 @@ impl LockKey {
         };
         match holding {
             Some((count, token)) => {
-                TOKENS.learn(token);
+                TOKENS.learn(token, config::token_gap());
                 Ok(Some(Holding {
                     owner: owner.bytes.to_vec(),
                     count,
