@@ -6,7 +6,8 @@
 //! - a waiter leaves the registry exactly once, whoever takes it (a handoff, its `WAIT`
 //!   running out, its disconnection), so it gets exactly one reply;
 //! - a grant is taken exactly once: by its reply, or by a revocation when its client left;
-//! - a lock has at most one pending check per time, the earliest.
+//! - a lock has at most one pending check per time, the earliest, and one live lease timer:
+//!   a timer replaced by an earlier one is handed back to be stopped.
 //!
 //! `C` identifies a blocked client (the module uses the handle's address).
 
@@ -42,6 +43,8 @@ struct Queue<C> {
     waiters: VecDeque<Waiter<C>>,
     /// When the earliest pending check of this lock fires (Unix ms).
     check_at: Option<i64>,
+    /// The timer of that check, until it fires or is replaced.
+    check_timer: Option<u64>,
 }
 
 impl<C> Default for Queue<C> {
@@ -49,6 +52,7 @@ impl<C> Default for Queue<C> {
         Queue {
             waiters: VecDeque::new(),
             check_at: None,
+            check_timer: None,
         }
     }
 }
@@ -202,11 +206,21 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         }
     }
 
-    /// A check of `key` ran at `now`: forget a pending time that has passed.
-    pub fn check_ran(&mut self, db: Db, key: &[u8], now: i64) {
+    /// Records `timer` as the timer of the check just claimed for `key`; returns the timer
+    /// it replaces, which has not fired and is to be stopped.
+    pub fn replace_check_timer(&mut self, db: Db, key: &[u8], timer: u64) -> Option<u64> {
+        self.queue_mut(db, key)?.check_timer.replace(timer)
+    }
+
+    /// The check of `timer` ran at `now`: forget a pending time that has passed, and the
+    /// timer, which has fired.
+    pub fn check_ran(&mut self, db: Db, key: &[u8], now: i64, timer: u64) {
         if let Some(q) = self.queue_mut(db, key) {
             if q.check_at.is_some_and(|t| t <= now) {
                 q.check_at = None;
+            }
+            if q.check_timer == Some(timer) {
+                q.check_timer = None;
             }
         }
     }

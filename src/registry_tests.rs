@@ -124,6 +124,28 @@ fn only_the_earliest_check_is_kept() {
     assert!(r.claim_check(0, b"k", 100));
     assert!(!r.claim_check(0, b"k", 150), "a later check is covered");
     assert!(r.claim_check(0, b"k", 50), "an earlier one is needed");
-    r.check_ran(0, b"k", 60);
+    r.check_ran(0, b"k", 60, 0);
     assert!(r.claim_check(0, b"k", 100), "the pending time has passed");
+}
+
+#[test]
+fn a_replaced_check_hands_back_its_timer_and_a_fired_one_is_forgotten() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"k", waiter(1, 1));
+    assert!(r.claim_check(0, b"k", 100));
+    assert_eq!(r.replace_check_timer(0, b"k", 7), None);
+    assert!(r.claim_check(0, b"k", 50), "an earlier one is needed");
+    assert_eq!(
+        r.replace_check_timer(0, b"k", 8),
+        Some(7),
+        "timer 7 is stopped"
+    );
+    r.check_ran(0, b"k", 50, 8);
+    assert!(r.claim_check(0, b"k", 90));
+    assert_eq!(r.replace_check_timer(0, b"k", 9), None, "timer 8 has fired");
+    assert_eq!(
+        r.replace_check_timer(1, b"k", 9),
+        None,
+        "nobody waits there"
+    );
 }

@@ -123,3 +123,48 @@ fn a_grant_whose_waiter_is_gone_before_its_reply_is_revoked_and_counted() {
     assert_eq!(stat(&mut con, "rlock_handoffs"), 1);
     assert_eq!(int(&mut con, &["EXISTS", "k"]), 0);
 }
+
+// ---------------------------------------------------------------- lease timers
+
+fn used_memory(con: &mut redis::Connection) -> i64 {
+    support::info_field(con, "memory", "used_memory")
+        .and_then(|v| v.parse().ok())
+        .expect("INFO memory has used_memory")
+}
+
+/// Renewals that shorten the lease of a lock with waiters, once each: every one needs a
+/// check earlier than the pending one, and the pending one's timer must go, not pile up
+/// (100,000 such renewals left ~13 MB of live timers).
+#[test]
+fn renewals_that_shorten_a_lease_leave_no_timers_behind() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let rounds: i64 = 100_000;
+    let lease = (10 * rounds + 3_600_000).to_string();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a", "LEASE", &lease]);
+    let mut waiter = enqueue(&server, &mut con, &["k", "b", "WAIT", "0"]);
+    let renew = |from: i64| {
+        let mut pipe = redis::pipe();
+        for i in from..from + rounds / 2 {
+            let lease = 3_600_000 + 10 * (rounds - i);
+            pipe.cmd("LOCK.RENEW")
+                .arg("k")
+                .arg("a")
+                .arg("LEASE")
+                .arg(lease);
+        }
+        pipe
+    };
+    let _: Vec<i64> = renew(0).query(&mut con).expect("renewals");
+    let before = used_memory(&mut con);
+    let renewed: Vec<i64> = renew(rounds / 2).query(&mut con).expect("renewals");
+    assert!(renewed.iter().all(|r| *r == 1), "a renewal was refused");
+    let grown = used_memory(&mut con) - before;
+    assert!(
+        grown < 1_000_000,
+        "{} renewals grew used_memory by {grown} bytes",
+        rounds / 2
+    );
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "k", "a"]), 0);
+    assert!(token(waiter.reply()) > 0);
+}
