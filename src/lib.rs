@@ -22,7 +22,8 @@
 //!   the token counter in the RDB.
 //! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
 //!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
-//!   containment; `config.rs` — the `rlock.*` configs.
+//!   containment; `config.rs` — the `rlock.*` configs; `configs.rs` — their registration,
+//!   with contained callbacks.
 //! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
 //!   machine), `args.rs`, `error.rs` (every error text), `token.rs`, `channel.rs`,
 //!   `counters.rs`, `reply.rs`, `spec.rs`.
@@ -41,6 +42,7 @@ pub mod channel;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+mod configs;
 mod counters;
 mod dispatch;
 pub mod error;
@@ -69,14 +71,11 @@ mod module {
     use std::ffi::c_int;
     use std::sync::atomic::AtomicI64;
 
-    use redis_module::configuration::{
-        register_enum_configuration, register_i64_configuration, ConfigurationFlags,
-    };
-    use redis_module::{raw, Context};
+    use redis_module::raw;
 
-    use crate::config::{self, PublishMode};
+    use crate::config;
     use crate::persist::TOKEN_AUX;
-    use crate::{apis, commands, events, guard, register};
+    use crate::{apis, commands, configs, events, guard, register};
 
     #[global_allocator]
     static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
@@ -150,16 +149,13 @@ mod module {
     /// Every `rlock.*` config, then Redis applies the values it was given for them
     /// (`rlock.*` lines of redis.conf, `--rlock.*` flags).
     fn register_configs(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-        let context = Context::new(ctx);
         for (name, value, default, min, max) in NUMBERS {
-            let flags = ConfigurationFlags::DEFAULT;
-            register_i64_configuration(&context, name, value, default, min, max, flags, None);
+            configs::register_number(ctx, name, value, (default, min, max))?;
         }
         if !config::register_channel_prefix(ctx) {
             return Err("cannot register rlock.channel-prefix".to_owned());
         }
-        let (default, flags) = (PublishMode::publish, ConfigurationFlags::DEFAULT);
-        register_enum_configuration(&context, "publish", &config::PUBLISH, default, flags, None);
+        configs::register_publish(ctx)?;
         let load_configs = unsafe { raw::RedisModule_LoadConfigs }.ok_or("no LoadConfigs")?;
         if unsafe { load_configs(ctx) } == ERR {
             return Err("a rlock.* config has a bad value".to_owned());

@@ -26,6 +26,7 @@ const LAYERS: Layers = &[
             &["ffi", "apis", "cluster"],
             &["guard", "node", "register"],
             &["config"],
+            &["configs"],
             &["gate"],
         ],
     ),
