@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
+use std::rc::Rc;
 
 /// A database number.
 pub type Db = i32;
@@ -57,12 +58,13 @@ impl<C> Default for Queue<C> {
     }
 }
 
-/// Every queue, grant and pending check of one node.
+/// Every queue, grant and pending check of one node. A lock's name is stored once, shared
+/// by its queue and the index entries of its waiters.
 #[derive(Debug)]
 pub struct Registry<C> {
-    dbs: HashMap<Db, HashMap<Vec<u8>, Queue<C>>>,
+    dbs: HashMap<Db, HashMap<Rc<[u8]>, Queue<C>>>,
     /// Where each queued client waits.
-    index: HashMap<C, (Db, Vec<u8>)>,
+    index: HashMap<C, (Db, Rc<[u8]>)>,
     /// Clients handed a lock whose reply has not gone out yet.
     handed: HashMap<C, Grant>,
     /// An estimate of the bytes the queued waiters take.
@@ -81,31 +83,38 @@ impl<C> Default for Registry<C> {
 }
 
 /// What one queued waiter costs, roughly: its entry in a queue with its owner id, and its
-/// entry in the index with a copy of the key.
-fn cost<C>(key: &[u8], waiter: &Waiter<C>) -> usize {
+/// entry in the index.
+fn cost<C>(waiter: &Waiter<C>) -> usize {
     std::mem::size_of::<Waiter<C>>()
         + waiter.owner.len()
-        + std::mem::size_of::<(C, (Db, Vec<u8>))>()
-        + key.len()
+        + std::mem::size_of::<(C, (Db, Rc<[u8]>))>()
+}
+
+/// What one queue costs besides its waiters: its entry, with the lock's name.
+fn queue_cost<C>(key: &[u8]) -> usize {
+    std::mem::size_of::<(Rc<[u8]>, Queue<C>)>() + 2 * std::mem::size_of::<usize>() + key.len()
 }
 
 impl<C: Copy + Eq + Hash> Registry<C> {
     /// Queues a client at the end of the queue of `key`.
     pub fn enqueue(&mut self, db: Db, key: &[u8], waiter: Waiter<C>) {
-        self.bytes += cost(key, &waiter);
-        self.index.insert(waiter.client, (db, key.to_vec()));
-        let queue = self.dbs.entry(db).or_default();
-        queue
-            .entry(key.to_vec())
-            .or_default()
-            .waiters
-            .push_back(waiter);
+        self.bytes += cost(&waiter);
+        let queues = self.dbs.entry(db).or_default();
+        let name = match queues.get_key_value(key) {
+            Some((name, _)) => Rc::clone(name),
+            None => {
+                self.bytes += queue_cost::<C>(key);
+                Rc::from(key)
+            }
+        };
+        self.index.insert(waiter.client, (db, Rc::clone(&name)));
+        queues.entry(name).or_default().waiters.push_back(waiter);
     }
 
     /// Takes the first waiter of `key` out of its queue.
     pub fn pop_first(&mut self, db: Db, key: &[u8]) -> Option<Waiter<C>> {
         let waiter = self.queue_mut(db, key)?.waiters.pop_front()?;
-        self.bytes = self.bytes.saturating_sub(cost(key, &waiter));
+        self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&waiter.client);
         self.drop_if_empty(db, key);
         Some(waiter)
@@ -120,7 +129,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .iter()
             .position(|w| w.client == client && id.is_none_or(|id| w.id == id))?;
         let waiter = queue.waiters.remove(at)?;
-        self.bytes = self.bytes.saturating_sub(cost(&key, &waiter));
+        self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&client);
         self.drop_if_empty(db, &key);
         Some(waiter)
@@ -189,7 +198,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         self.dbs
             .iter()
             .filter(|(d, _)| db.is_none_or(|db| **d == db))
-            .flat_map(|(d, queues)| queues.keys().map(move |k| (*d, k.clone())))
+            .flat_map(|(d, queues)| queues.keys().map(move |k| (*d, k.to_vec())))
             .collect()
     }
 
@@ -233,6 +242,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         if let Some(queues) = self.dbs.get_mut(&db) {
             if queues.get(key).is_some_and(|q| q.waiters.is_empty()) {
                 queues.remove(key);
+                self.bytes = self.bytes.saturating_sub(queue_cost::<C>(key));
             }
             if queues.is_empty() {
                 self.dbs.remove(&db);

@@ -149,3 +149,21 @@ fn a_replaced_check_hands_back_its_timer_and_a_fired_one_is_forgotten() {
         "nobody waits there"
     );
 }
+
+#[test]
+fn a_lock_name_is_kept_once_for_all_its_waiters() {
+    let mut r = Registry::default();
+    let key = [b'x'; 1000];
+    r.enqueue(0, &key, waiter(1, 1));
+    let one = r.memory();
+    r.enqueue(0, &key, waiter(2, 2));
+    let second = r.memory() - one;
+    assert!(
+        second < 500,
+        "a second waiter cost {second} bytes: the key was copied"
+    );
+    assert_eq!(r.pop_first(0, &key).map(|w| w.client), Some(1));
+    assert_eq!(r.take(2, None).map(|w| w.client), Some(2));
+    assert_eq!(r.memory(), 0);
+    assert_eq!(r.queued_keys(None), Vec::<(Db, Vec<u8>)>::new());
+}

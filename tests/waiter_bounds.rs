@@ -168,3 +168,31 @@ fn renewals_that_shorten_a_lease_leave_no_timers_behind() {
     assert_eq!(int(&mut con, &["LOCK.RELEASE", "k", "a"]), 0);
     assert!(token(waiter.reply()) > 0);
 }
+
+// ---------------------------------------------------------------- waiters' memory
+
+/// `waiters_memory` tells what queued clients cost the server, within a factor of two of
+/// what `used_memory` shows (their connections, opened before, aside).
+#[test]
+fn waiters_memory_is_within_a_factor_of_two_of_what_they_cost() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a", "LEASE", "600000"]);
+    let count: i64 = 200;
+    let mut waiters: Vec<Wire> = (0..count).map(|_| Wire::connect(&server)).collect();
+    for waiter in &mut waiters {
+        assert_eq!(waiter.call(&["PING"]), Reply::Status("PONG".to_owned()));
+    }
+    let before = used_memory(&mut con);
+    for (i, waiter) in waiters.iter_mut().enumerate() {
+        waiter.send(&["LOCK.ACQUIRE", "k", &format!("w{i}"), "WAIT", "0"]);
+    }
+    let queued = wait_until(LIMIT, || stat(&mut con, "rlock_waiters") == count);
+    assert!(queued, "the waiters did not queue");
+    let grown = used_memory(&mut con) - before;
+    let reported = stat(&mut con, "rlock_waiters_memory");
+    assert!(
+        reported * 2 >= grown && reported <= grown * 2,
+        "{count} waiters: waiters_memory {reported}, used_memory grew by {grown}"
+    );
+}
