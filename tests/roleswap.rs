@@ -71,7 +71,9 @@ fn locks_stay_safe_while_roles_swap() {
     let end = Instant::now() + run_length();
     while Instant::now() < end {
         std::thread::sleep(Duration::from_millis(rng.range(150, 250) as u64));
-        actions.push(deployment.step(&mut rng));
+        let at = shared.history.now();
+        let done = deployment.step(&mut rng);
+        actions.push(format!("{at}..{}: {done}", shared.history.now()));
     }
     shared.stop.store(true, Ordering::Relaxed);
     for thread in threads {
@@ -82,9 +84,10 @@ fn locks_stay_safe_while_roles_swap() {
     found.extend(replicas_differ(&deployment));
     found.extend(crashes(&deployment));
     eprintln!("{}", figures(&events, &actions));
+    let dump = (!found.is_empty()).then(|| dump(seed, &events, &actions));
     assert!(
         found.is_empty(),
-        "seed {seed}: {} violations:\n{}\nactions: {actions:?}",
+        "seed {seed}: {} violations:\n{}\nhistory and role changes in {dump:?}",
         found.len(),
         found.join("\n")
     );
@@ -130,6 +133,24 @@ fn crashes(deployment: &Deployment) -> Vec<String> {
         .collect()
 }
 
+/// Writes the history and the role changes, in time order, to a file; returns its path.
+fn dump(seed: u64, events: &[Event], actions: &[String]) -> std::path::PathBuf {
+    let mut lines: Vec<(u64, String)> = events.iter().map(|e| (e.sent, format!("{e:?}"))).collect();
+    for a in actions {
+        let at = a
+            .split("..")
+            .next()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        lines.push((at, format!("ROLE {a}")));
+    }
+    lines.sort();
+    let text: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
+    let path = std::env::temp_dir().join(format!("rlock-roleswap-{seed}.log"));
+    let _ = std::fs::write(&path, text.join("\n"));
+    path
+}
+
 /// What the run did, for the closing note.
 fn figures(events: &[Event], actions: &[String]) -> String {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -149,7 +170,8 @@ fn figures(events: &[Event], actions: &[String]) -> String {
     }
     let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
     for a in actions {
-        *kinds.entry(kind(a)).or_default() += 1;
+        let what = a.split_once(": ").map_or(a.as_str(), |(_, w)| w);
+        *kinds.entry(kind(what)).or_default() += 1;
     }
     let holdings = checker::holdings(events).len();
     format!(

@@ -6,7 +6,9 @@
 //!   renewal answered 1 (the server set each lease after its request was sent, from its
 //!   clock in whole milliseconds, which can be up to 1 ms behind), cut at the sending
 //!   of a release answered 0 (it ended after that), and at the sending of a force release
-//!   of its key answered 1 that could have removed it.
+//!   of its key answered 1 that could have removed it: one whose reply came after the
+//!   holding's acquire was sent (the server may have granted it at any time in between,
+//!   and its grant reply may come after the force release's).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +20,8 @@ pub struct Holding {
     pub key: String,
     pub owner: String,
     pub token: i64,
+    /// When its `LOCK.ACQUIRE` was sent.
+    pub asked: u64,
     pub start: u64,
     pub end: u64,
 }
@@ -49,6 +53,7 @@ pub fn holdings(events: &[Event]) -> Vec<Holding> {
                 key: e.key.clone(),
                 owner: e.owner.clone(),
                 token: *token,
+                asked: e.sent,
                 start: e.received,
                 end: e.sent + ms(*lease),
             });
@@ -71,7 +76,7 @@ pub fn holdings(events: &[Event]) -> Vec<Holding> {
     for e in events {
         if e.op == Op::Force && matches!(e.outcome, Outcome::Int(1) | Outcome::Lost) {
             held.iter_mut()
-                .filter(|h| h.key == e.key && h.start < e.received)
+                .filter(|h| h.key == e.key && h.asked < e.received)
                 .for_each(|h| h.end = h.end.min(e.sent));
         }
     }
@@ -179,6 +184,13 @@ mod tests {
             acquire("b", 32_000, 33_000, 6),
         ];
         assert_eq!(violations(&forced), Vec::<String>::new());
+        // The force release's reply came before the grant's, yet it removed that holding.
+        let crossed = [
+            acquire("a", 0, 30_500, 5),
+            event(Op::Force, "", 30_000, 30_200, Outcome::Int(1)),
+            acquire("b", 30_100, 30_400, 6),
+        ];
+        assert_eq!(violations(&crossed), Vec::<String>::new());
     }
 
     #[test]
