@@ -7,7 +7,8 @@
 //!
 //! Layout, in layers whose imports only point down (top first; `tests/layering.rs` checks
 //! it):
-//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init;
+//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table (`configs.rs`
+//!   registers each config with callbacks of its own, contained), init;
 //!   `register.rs` hands the command table to Redis; `events.rs` — keyspace events
 //!   (`RESTORE`, `MOVE`), `FLUSHDB`, `SWAPDB`, role changes, the end of loading.
 //! - `commands/` — `mod.rs`: the one table of every command (flags, arity, keys, docs);
@@ -22,8 +23,7 @@
 //!   the token counter in the RDB.
 //! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
 //!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
-//!   containment; `config.rs` — the `rlock.*` configs; `configs.rs` — their registration,
-//!   with contained callbacks.
+//!   containment; `config.rs` — the `rlock.*` configs.
 //! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
 //!   machine), `args.rs`, `error.rs` (every error text), `token.rs`, `channel.rs`,
 //!   `counters.rs`, `reply.rs`, `spec.rs`.
