@@ -6,7 +6,9 @@
 //! replica must equal its master.
 //!
 //! Seeded: `RLOCK_ROLESWAP_SEED` (else one from the clock, printed); `RLOCK_ROLESWAP_SECS`
-//! sets the length of a run (default 25 s).
+//! sets the length of a run (default 25 s). `RLOCK_ROLESWAP_FAILOVER_DELAY=0` runs it with a
+//! known-unsafe setting, which the checker must catch (it did: 8 overlaps in one 25 s run).
+//! A failing run writes its history and timed role changes to a file it names.
 
 #[path = "roleswap/chaos.rs"]
 mod chaos;
