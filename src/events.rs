@@ -133,7 +133,9 @@ unsafe extern "C" fn on_swapdb(
     });
 }
 
-/// Promotion: tokens skip ahead, and the failover delay starts. Demotion: nobody may wait
+/// Promotion: the token counter jumps to at least the clock + `rlock.token-gap` (see
+/// `token.rs`: anchored to the clock, so that two replicas promoted one after the other
+/// never count the same tokens), and the failover delay starts. Demotion: nobody may wait
 /// here any more (Redis has already ended the waits of blocked clients; this ends any left).
 unsafe extern "C" fn on_role_change(
     ctx: *mut raw::RedisModuleCtx,
@@ -144,7 +146,7 @@ unsafe extern "C" fn on_role_change(
     guard::callback("role change", || {
         match subevent {
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER => {
-                TOKENS.skip(config::token_gap());
+                TOKENS.jump(token::now_us(), config::token_gap());
                 gate::promoted(node::now_ms());
                 gate::role_changed(false);
             }
@@ -158,7 +160,7 @@ unsafe extern "C" fn on_role_change(
     });
 }
 
-/// After an RDB or AOF load, tokens skip ahead as on a promotion: tokens issued after the
+/// After an RDB or AOF load, tokens jump ahead as on a promotion: tokens issued after the
 /// last save that the files do not record (an AOF rewritten without the RDB preamble when
 /// no lock remained) are at most `rlock.token-gap` ahead of the clock.
 unsafe extern "C" fn on_loading(
@@ -177,8 +179,7 @@ unsafe extern "C" fn on_loading(
                 if LOADING_AOF.swap(false, Ordering::Relaxed) {
                     persist::learn_tokens_from_keyspace(ctx);
                 }
-                let now = token::now_us();
-                TOKENS.observe(now.saturating_add(config::token_gap()), now);
+                TOKENS.jump(token::now_us(), config::token_gap());
             }
             _ => {}
         }

@@ -41,6 +41,8 @@ struct Check {
     cause: Cause,
     /// The time (Unix ms) this check was armed for; 0 for an immediate check.
     fire_at: i64,
+    /// Its timer (set once the timer is created).
+    timer: u64,
 }
 
 /// The lease of `key` now ends at `deadline_ms`: if the lock has waiters, make sure a check
@@ -113,8 +115,29 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) 
             key: key.to_vec(),
             cause: Cause::LeaseEnd,
             fire_at: deadline_ms,
+            timer: 0,
         };
-        schedule(ctx, check, delay);
+        // The later check this one replaces (a lease shortened) is stopped: renewals must
+        // not pile up timers.
+        let replaced = schedule(ctx, check, delay)
+            .and_then(|timer| waiters::replace_check_timer(db, key, timer));
+        if let Some(old) = replaced {
+            stop(ctx, old);
+        }
+    }
+}
+
+/// Stops a lease timer that has not fired, and frees its check.
+fn stop(ctx: *mut raw::RedisModuleCtx, timer: u64) {
+    let Some(stop_timer) = (unsafe { raw::RedisModule_StopTimer }) else {
+        return;
+    };
+    let mut data: *mut c_void = std::ptr::null_mut();
+    if unsafe { stop_timer(ctx, timer, &mut data) } == raw::REDISMODULE_OK as c_int
+        && !data.is_null()
+    {
+        // The timer's data is the box made in `schedule`, never handed to `run_check`.
+        drop(unsafe { Box::from_raw(data.cast::<Check>()) });
     }
 }
 
@@ -126,24 +149,28 @@ impl Check {
             key,
             cause,
             fire_at: 0,
+            timer: 0,
         }
     }
 }
 
-fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) {
-    let Some(create_timer) = (unsafe { raw::RedisModule_CreateTimer }) else {
-        return;
-    };
+/// Creates the timer of `check`; returns its id.
+fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) -> Option<u64> {
+    let create_timer = unsafe { raw::RedisModule_CreateTimer }?;
     let data = Box::into_raw(Box::new(check));
     let period = node::timer_period(delay_ms);
-    unsafe { create_timer(ctx, period, Some(run_check), data.cast::<c_void>()) };
+    let timer = unsafe { create_timer(ctx, period, Some(run_check), data.cast::<c_void>()) };
+    // The box is the timer's until it fires (never within this call).
+    unsafe { (*data).timer = timer };
+    Some(timer)
 }
 
 extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands us back the box made in `schedule`; it is ours to free.
     let check = unsafe { Box::from_raw(data.cast::<Check>()) };
     guard::callback("lock expiry timer", || {
-        waiters::check_ran(check.db, &check.key, node::now_ms().max(check.fire_at));
+        let now = node::now_ms().max(check.fire_at);
+        waiters::check_ran(check.db, &check.key, now, check.timer);
         check_lock(ctx, &check)
     });
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis_module::raw;
 
-use crate::cluster::{self, Route};
+use crate::cluster::{self, Endpoint, Route};
 use crate::error::LockError;
 use crate::stall::STALLS;
 use crate::verdict::{decide, Facts};
@@ -166,8 +166,10 @@ fn route(ctx: *mut raw::RedisModuleCtx, name: &[u8], key_here: bool) -> Route {
         return Route::Here;
     }
     let slot = cluster::key_slot(name);
+    let preferred = [c"GET", c"cluster-preferred-endpoint-type"];
+    let endpoint = Endpoint::from_config(call_text(ctx, c"CONFIG", &preferred, 1).as_deref());
     match call_text(ctx, c"CLUSTER", &[c"NODES"], 0) {
-        Some(nodes) => cluster::route(&nodes, slot, key_here),
+        Some(nodes) => cluster::route(&nodes, slot, key_here, endpoint),
         None => Route::Unknown { slot },
     }
 }

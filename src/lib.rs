@@ -7,7 +7,8 @@
 //!
 //! Layout, in layers whose imports only point down (top first; `tests/layering.rs` checks
 //! it):
-//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init;
+//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table (`configs.rs`
+//!   registers each config with callbacks of its own, contained), init;
 //!   `register.rs` hands the command table to Redis; `events.rs` — keyspace events
 //!   (`RESTORE`, `MOVE`), `FLUSHDB`, `SWAPDB`, role changes, the end of loading.
 //! - `commands/` — `mod.rs`: the one table of every command (flags, arity, keys, docs);
@@ -46,6 +47,7 @@ pub mod channel;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+mod configs;
 mod counters;
 mod dispatch;
 pub mod error;
@@ -79,14 +81,11 @@ mod module {
     use std::ffi::c_int;
     use std::sync::atomic::AtomicI64;
 
-    use redis_module::configuration::{
-        register_enum_configuration, register_i64_configuration, ConfigurationFlags,
-    };
-    use redis_module::{raw, Context};
+    use redis_module::raw;
 
-    use crate::config::{self, PublishMode};
+    use crate::config;
     use crate::persist::TOKEN_AUX;
-    use crate::{apis, commands, events, guard, register};
+    use crate::{apis, commands, configs, events, guard, register};
 
     #[global_allocator]
     static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
@@ -151,7 +150,7 @@ mod module {
     #[rustfmt::skip]
     const NUMBERS: [(&str, &AtomicI64, i64, i64, i64); 5] = [
         ("default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS),
-        ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP),
+        ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 1, config::MAX_TOKEN_GAP),
         ("failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS),
         ("max-waiters", &config::MAX_WAITERS, 0, 0, config::MAX_WAITERS_LIMIT),
         ("max-waiters-per-key", &config::MAX_WAITERS_PER_KEY, 0, 0, config::MAX_WAITERS_LIMIT),
@@ -160,16 +159,13 @@ mod module {
     /// Every `rlock.*` config, then Redis applies the values it was given for them
     /// (`rlock.*` lines of redis.conf, `--rlock.*` flags).
     fn register_configs(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-        let context = Context::new(ctx);
         for (name, value, default, min, max) in NUMBERS {
-            let flags = ConfigurationFlags::DEFAULT;
-            register_i64_configuration(&context, name, value, default, min, max, flags, None);
+            configs::register_number(ctx, name, value, (default, min, max))?;
         }
         if !config::register_channel_prefix(ctx) {
             return Err("cannot register rlock.channel-prefix".to_owned());
         }
-        let (default, flags) = (PublishMode::publish, ConfigurationFlags::DEFAULT);
-        register_enum_configuration(&context, "publish", &config::PUBLISH, default, flags, None);
+        configs::register_publish(ctx)?;
         let load_configs = unsafe { raw::RedisModule_LoadConfigs }.ok_or("no LoadConfigs")?;
         if unsafe { load_configs(ctx) } == ERR {
             return Err("a rlock.* config has a bad value".to_owned());

@@ -27,6 +27,7 @@ const LAYERS: Layers = &[
             &["ffi", "apis", "cluster"],
             &["guard", "node", "register", "fence"],
             &["config"],
+            &["configs"],
             &["gate", "inner"],
         ],
     ),

@@ -12,9 +12,15 @@ fn next_token(con: &mut redis::Connection) -> i64 {
     next.parse().expect("an integer")
 }
 
-/// A floor an hour of microseconds past `token`.
+/// A floor an hour of microseconds past `token`: past the learning bound.
 fn an_hour_past(token: i64) -> i64 {
     token + 3_600_000_000
+}
+
+/// A floor a second of microseconds past `token`: within the learning bound (twice the
+/// default `rlock.token-gap`, about 2.1 s past the clock).
+fn a_second_past(token: i64) -> i64 {
+    token + 1_000_000
 }
 
 #[test]
@@ -22,7 +28,7 @@ fn the_holder_raises_the_counter_and_later_tokens_are_above_the_floor() {
     let server = Server::start();
     let mut con = server.conn();
     let token = int(&mut con, &["LOCK.ACQUIRE", "k", "a:1"]);
-    let floor = an_hour_past(token);
+    let floor = a_second_past(token);
     let counter = int(
         &mut con,
         &[
@@ -104,7 +110,7 @@ fn a_raise_reaches_the_replica() {
     let replica = master.replica();
     let mut con = master.conn();
     let token = int(&mut con, &["LOCK.ACQUIRE", "k", "a:1"]);
-    let floor = an_hour_past(token);
+    let floor = a_second_past(token);
     int(
         &mut con,
         &[

@@ -14,10 +14,10 @@ use redis_module::raw;
 use crate::args::{self, strict_i64};
 use crate::dispatch::Args;
 use crate::error::LockError;
-use crate::node;
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode};
 use crate::token::TOKENS;
+use crate::{config, node};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RaiseArgs<'a> {
@@ -56,7 +56,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             return Ok(Reply::Nil);
         }
     }
-    let raised = TOKENS.last() < parsed.floor && TOKENS.learn(parsed.floor);
+    let raised = TOKENS.last() < parsed.floor && TOKENS.learn(parsed.floor, config::token_gap());
     if raised && !node::from_replication(ctx) {
         replicate_verbatim(ctx);
     }

@@ -29,10 +29,16 @@ pub async fn clients(servers: &[Server]) -> Vec<Client> {
     clients_with(servers, options()).await
 }
 
+/// A token gap of an hour: a server learns a token up to twice the gap past its clock, so
+/// that [`push_counter_ahead`] by an hour is learned (and raised to) as a counter a
+/// promotion or a load of such a deployment could leave.
+const HOUR_GAP: &str = "3600000000";
+
 /// `n` servers in the RedLock's canonical order (by `run_id`): the first is the gate.
 pub async fn in_canonical_order(n: usize) -> Vec<Server> {
     let mut keyed = Vec::new();
-    for server in (0..n).map(|_| Server::start()) {
+    let start = || Server::start_with(&["--rlock.token-gap", HOUR_GAP]);
+    for server in (0..n).map(|_| start()) {
         let id = server.client().await.identity().to_owned();
         keyed.push((id, server));
     }
