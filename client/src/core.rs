@@ -22,6 +22,7 @@ use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
 use crate::router::{Router, Sent};
 use crate::sentinel::Sentinels;
+use crate::turns::{Turn, Turns};
 use crate::watchdog::{Watchdog, WatchdogStats};
 
 /// The shared state of one client.
@@ -34,6 +35,7 @@ pub(crate) struct Core {
     runtime: Handle,
     options: ClientOptions,
     closed: AtomicBool,
+    turns: Arc<Turns>,
 }
 
 impl Core {
@@ -58,6 +60,7 @@ impl Core {
             runtime,
             options,
             closed: AtomicBool::new(false),
+            turns: Arc::default(),
         };
         tracing::debug!(client = %core.id, "rlock client connected");
         Ok(core)
@@ -211,9 +214,27 @@ impl Core {
         self.watchdog.mark_lost(holding, reason);
     }
 
-    /// How many live guards of this client hold `(key, owner)` with `token`.
-    pub(crate) fn local_holds(&self, key: &str, owner: &str, token: u64) -> usize {
-        self.watchdog.local_holds(key, owner, token)
+    /// The release a true [`Core::unregister`] called for was answered (or is not sent).
+    pub(crate) fn released(&self, holding: &Holding) {
+        self.watchdog.released(holding);
+    }
+
+    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
+    /// its guards' and the releases in flight.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+        self.watchdog.known(key, owner)
+    }
+
+    /// The turn of an acquisition of `key` by `owner` (see `turns.rs`), waited for until
+    /// `deadline`; `None` if the lock stayed busy.
+    pub(crate) async fn take_turn(
+        &self,
+        key: &str,
+        owner: &str,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<Turn> {
+        let grace = self.options.response_timeout_duration();
+        self.turns.take(key, owner, deadline, grace).await
     }
 
     /// Counters of the watchdog's work.

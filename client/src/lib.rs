@@ -6,7 +6,10 @@
 //! - **Waiting without polling**: a busy lock is waited for with `LOCK.ACQUIRE ... WAIT` on a
 //!   connection of its own; the server hands the lock to waiters in FIFO order.
 //! - **Cancellation safety**: dropping an `acquire` future (or a `tokio::time::timeout`
-//!   around it) never leaks a hold, even when the grant and the cancellation cross.
+//!   around it) never leaks a hold, even when the grant and the cancellation cross, and
+//!   never frees another's: the acquisitions of one [`Owner`] on one key take turns, so a
+//!   cancelled wait that looks for its lost grant cannot take a concurrent acquisition's
+//!   fresh hold for its own.
 //! - **A watchdog**: by default a lock has a 30 s lease that one background task per client
 //!   renews every 10 s, in one pipelined round trip for all locks (per node, in a Redis
 //!   Cluster), until the guard is released. An explicit lease turns it off.
@@ -204,6 +207,8 @@
 //!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
 //!   a Sentinel URL's sentinels name).
 //! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
+//!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
+//!   at a time per key and owner); below them `pair.rs` (a key and owner as a map key),
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
 //!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
@@ -227,17 +232,20 @@ mod members;
 mod multi;
 mod node;
 mod options;
+mod pair;
 mod pool;
 mod quorum;
 mod recover;
 mod redlock;
 mod registry;
+mod releasing;
 mod replicas;
 mod rounds;
 mod router;
 mod sentinel;
 mod slots;
 mod topology;
+mod turns;
 mod wait;
 mod watchdog;
 

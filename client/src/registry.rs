@@ -1,9 +1,7 @@
 //! The client's local record of the locks it holds: what the watchdog renews, when each lease
 //! runs out, and which holdings are lost. Pure bookkeeping, no Redis in it.
 
-use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +11,8 @@ use tokio::time::Instant;
 use crate::error::LossReason;
 use crate::holding::safe_deadline;
 pub(crate) use crate::holding::Holding;
+use crate::pair::Id;
+use crate::releasing::Releasing;
 
 /// A grant from the server, to be recorded.
 #[derive(Debug, Clone)]
@@ -65,48 +65,12 @@ impl Entry {
     }
 }
 
-/// A `(key, owner)` pair: the map's owned keys and borrowed lookups hash and compare alike,
-/// so a lookup allocates no key.
-trait Id {
-    fn pair(&self) -> (&str, &str);
-}
-
-impl Id for (String, String) {
-    fn pair(&self) -> (&str, &str) {
-        (&self.0, &self.1)
-    }
-}
-
-impl Id for (&str, &str) {
-    fn pair(&self) -> (&str, &str) {
-        *self
-    }
-}
-
-impl<'a> Borrow<dyn Id + 'a> for (String, String) {
-    fn borrow(&self) -> &(dyn Id + 'a) {
-        self
-    }
-}
-
-impl Hash for dyn Id + '_ {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.pair().hash(state);
-    }
-}
-
-impl PartialEq for dyn Id + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.pair() == other.pair()
-    }
-}
-
-impl Eq for dyn Id + '_ {}
-
 /// All holdings of one client, by `(key, owner)`.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     entries: HashMap<(String, String), Entry>,
+    /// The releases sent for holds forgotten here, until answered.
+    releasing: Releasing,
     /// The margin of every safe deadline (see `holding.rs`).
     margin: Duration,
     losses: Arc<AtomicU64>,
@@ -193,7 +157,16 @@ impl Registry {
             self.entries
                 .remove(&(h.key.as_str(), h.owner.as_str()) as &dyn Id);
         }
+        if !refused {
+            self.releasing.add(&h.key, &h.owner, h.token);
+        }
         !refused
+    }
+
+    /// The release a true [`unregister`](Registry::unregister) called for was answered, or
+    /// will not be sent.
+    pub(crate) fn released(&mut self, h: &Holding) {
+        self.releasing.done(&h.key, &h.owner, h.token);
     }
 
     /// Marks `h` lost, and its entry too if the entry still describes the same holding.
@@ -273,10 +246,19 @@ impl Registry {
     }
 
     /// How many live guards hold `(key, owner)` with `token`.
+    #[cfg(test)]
     pub(crate) fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
         self.get(key, owner)
             .filter(|e| e.current.token == token)
             .map_or(0, |e| e.holds)
+    }
+
+    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
+    /// its guards' holds, and the releases sent but not yet answered.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+        let held = self.get(key, owner).map(|e| (e.current.token, e.holds));
+        let releasing = self.releasing.tokens(key, owner).map(|t| (t, 1));
+        held.into_iter().chain(releasing).collect()
     }
 
     /// How many distinct holdings are recorded.
