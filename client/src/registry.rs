@@ -40,9 +40,11 @@ struct Entry {
     watched: usize,
     /// The lease renewals send.
     lease: Duration,
-    /// The send time and lease of the latest-sent request known to have set the lease.
+    /// The send time and lease of the latest-sent request known to have set the lease,
+    /// and when its answer came.
     set_at: Instant,
     set_lease: Duration,
+    set_answered: Instant,
     next_renew: Instant,
 }
 
@@ -51,17 +53,25 @@ impl Entry {
         self.watched > 0 && self.current.lost_reason().is_none()
     }
 
-    /// A request sent at `at` set the lease to `lease`: the safe deadline follows the one
-    /// sent last, with the shorter of the two leases (when two requests on different
-    /// connections cross, either may have been applied last).
+    /// A request sent at `at` set the lease to `lease` (its answer came just now): the safe
+    /// deadline follows the one sent last. When the two crossed (each sent before the
+    /// other's answer came, on different connections), either may have been applied last,
+    /// so the shorter of the two leases counts; a request sent after the previous one was
+    /// answered was applied after it, and its lease alone counts.
     fn lease_set(&mut self, at: Instant, lease: Duration, margin: Duration) {
-        let shorter = lease.min(self.set_lease);
+        let crossed = at < self.set_answered;
+        let counted = if crossed {
+            lease.min(self.set_lease)
+        } else {
+            lease
+        };
         if at >= self.set_at {
             self.set_at = at;
             self.set_lease = lease;
+            self.set_answered = Instant::now();
         }
         self.current
-            .set_deadline(safe_deadline(self.set_at, shorter, margin));
+            .set_deadline(safe_deadline(self.set_at, counted, margin));
     }
 }
 
@@ -108,6 +118,7 @@ impl Registry {
                 if e.current.lost_reason().is_some() {
                     e.current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
                     (e.set_at, e.set_lease) = (g.at, g.lease);
+                    e.set_answered = Instant::now();
                 } else {
                     e.lease_set(g.at, g.lease, margin);
                 }
@@ -130,6 +141,7 @@ impl Registry {
             lease: g.lease,
             set_at: g.at,
             set_lease: g.lease,
+            set_answered: Instant::now(),
             next_renew: g.at + third(g.lease),
         };
         self.entries
