@@ -140,14 +140,27 @@ impl Core {
         self.router.refresh().await;
     }
 
+    /// `cmd` on `key` as [`Core::query`] does, sent once more if the connection was
+    /// dropped: for commands that may run twice (see [`Router::query_again`]).
+    pub(crate) async fn query_again<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        self.router.query_again(key, cmd).await
+    }
+
     /// Whether the node that serves `key` answers a `PING` within the response timeout.
     pub(crate) async fn probe(&self, key: &str) -> RedisResult<()> {
-        self.query::<String>(key, &commands::ping()).await.map(drop)
+        self.query_again::<String>(key, &commands::ping())
+            .await
+            .map(drop)
     }
 
     /// `LOCK.INFO name`: the lock's state, or `None` if it is free.
     pub(crate) async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
-        let reply: Value = self.admin(name, &commands::info(name)).await?;
+        let reply = self.query_again(name, &commands::info(name)).await;
+        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
         Ok(LockInfo::from_reply(reply)?)
     }
 
@@ -159,7 +172,8 @@ impl Core {
 
     /// `LOCK.RELEASE key owner TOKEN token`: the holds that remain.
     pub(crate) async fn release(&self, key: &str, owner: &str, token: u64) -> RedisResult<u64> {
-        self.query(key, &commands::release(key, owner, token)).await
+        let cmd = commands::release(key, owner, token);
+        self.router.query_fresh(key, &cmd).await
     }
 
     /// Whether [`Core::close`] was called.
@@ -248,7 +262,7 @@ async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize)
     let (key, owner) = (&holding.key, &holding.owner);
     let cmd = commands::release(key, owner, holding.token);
     for _ in 0..holds {
-        let answer = router.query::<u64>(key, &cmd).await;
+        let answer = router.query_fresh::<u64>(key, &cmd).await;
         match answer.map_err(|e| Error::from_command(e, key, owner)) {
             Ok(0) | Err(Error::NotHeld { .. }) => return Ok(()),
             Ok(_) => {}

@@ -109,7 +109,8 @@ impl Wait<'_> {
     pub(crate) async fn renew(&self, token: u64) -> Result<Option<Instant>> {
         let sent = Instant::now();
         let cmd = commands::renew(self.key, self.owner, self.lease_ms, token);
-        let renewed: i64 = self.core.query(self.key, &cmd).await.map_err(Error::from)?;
+        let renewed = self.core.query_again(self.key, &cmd).await;
+        let renewed: i64 = renewed.map_err(Error::from)?;
         Ok((renewed == 1).then_some(sent))
     }
 }

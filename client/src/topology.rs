@@ -82,7 +82,7 @@ impl Topology {
     }
 
     /// Loads the slot map from `node`'s `CLUSTER SLOTS`.
-    async fn load_slots(&self, node: &Node) -> RedisResult<()> {
+    async fn load_slots(&self, node: &Arc<Node>) -> RedisResult<()> {
         let mut conn = node.shared().await?;
         let slots = commands::cluster_slots()
             .query_async::<Value>(&mut conn)
