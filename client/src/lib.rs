@@ -208,7 +208,8 @@
 //!   a Sentinel URL's sentinels name).
 //! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
 //!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
-//!   at a time per key and owner); below them `pair.rs` (a key and owner as a map key),
+//!   at a time per key and owner), `per_thread.rs` (the [`blocking`] API's runtime and
+//!   per-thread owner ids); below them `pair.rs` (a key and owner as a map key),
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
 //!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
@@ -233,6 +234,7 @@ mod multi;
 mod node;
 mod options;
 mod pair;
+mod per_thread;
 mod pool;
 mod quorum;
 mod recover;

@@ -19,7 +19,7 @@ const LAYERS: Layers = &[
             &[
                 "options", "config", "slots", "info", "commands", "holding", "quorum", "pair",
             ],
-            &["releasing", "turns"],
+            &["releasing", "turns", "per_thread"],
             &["registry"],
         ],
     ),
