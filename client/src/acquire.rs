@@ -122,7 +122,7 @@ impl Acquisition {
     async fn attempt(&mut self, deadline: Option<Instant>, turn: &Turn) -> Result<Option<Granted>> {
         let mut setbacks = Setbacks::default();
         loop {
-            let err = match self.attempt_once(deadline, turn).await {
+            let err = match self.attempt_once(deadline, turn, &mut setbacks).await {
                 Ok(granted) => return Ok(granted),
                 Err(err) => err,
             };
@@ -141,6 +141,7 @@ impl Acquisition {
         &mut self,
         deadline: Option<Instant>,
         turn: &Turn,
+        setbacks: &mut Setbacks,
     ) -> Result<Option<Granted>> {
         if let Some(granted) = self.try_once().await? {
             return Ok(Some(granted));
@@ -154,6 +155,9 @@ impl Acquisition {
             turn.set_queued(true);
             let waited = waiting.run(&mut self.reply).await;
             turn.set_queued(false);
+            if matches!(waited, Err(Error::Unresponsive { .. })) {
+                setbacks.wait_abandoned();
+            }
             match waited? {
                 Some((token, conn)) => match waiting.renew(token).await? {
                     Some(at) => return Ok(Some((token, at, Some(conn)))),

@@ -120,7 +120,15 @@ impl Node {
             .set_max_delay(Duration::from_millis(500))
             .set_connection_timeout(Some(o.connect_timeout_duration()))
             .set_response_timeout(Some(o.response_timeout_duration()));
-        ConnectionManager::new_with_config(self.redis.clone(), config).await
+        // The manager retries a failed first connection too: the whole stays within the
+        // connect timeout, so that opening a client on a stopped server fails in time.
+        let open = ConnectionManager::new_with_config(self.redis.clone(), config);
+        match tokio::time::timeout(o.connect_timeout_duration(), open).await {
+            Ok(opened) => opened,
+            Err(_) => Err(crate::error::timed_out(
+                "no connection within the connect timeout",
+            )),
+        }
     }
 
     /// Opens a fresh shared connection in the background, and puts it in the place of the

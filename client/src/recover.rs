@@ -3,7 +3,8 @@
 //!
 //! - **No reply in time** ([`Error::Unresponsive`]): the command may have run. The lock is
 //!   checked (`LOCK.INFO`): a grant the server counts beyond the client's guards is adopted;
-//!   otherwise the error stands.
+//!   otherwise the error stands. (A wait abandoned for want of an answer made its own check,
+//!   see `wait.rs`: its error stands at once.)
 //! - **A broken connection** (a stale pooled connection, a restarted server): the same
 //!   check, then, up to [`ClientOptions::retries`](crate::ClientOptions::retries) times, the
 //!   acquisition is made again on a fresh connection.
@@ -44,6 +45,15 @@ pub(crate) enum Next {
 pub(crate) struct Setbacks {
     retries: usize,
     requeues: u32,
+    /// The last error came from a wait that was abandoned, which checked for a grant then.
+    abandoned: bool,
+}
+
+impl Setbacks {
+    /// The error about to be handled came from an abandoned wait (see `wait.rs`).
+    pub(crate) fn wait_abandoned(&mut self) {
+        self.abandoned = true;
+    }
 }
 
 // The acquisition's own description is its `Wait`: the same key, owner, lease and deadline.
@@ -51,6 +61,8 @@ impl Wait<'_> {
     /// What to do after `err`; see the module docs.
     pub(crate) async fn after_error(&self, err: &Error, setbacks: &mut Setbacks) -> Next {
         match err {
+            // An abandoned wait checked for a grant already (or its server does not answer).
+            Error::Unresponsive { .. } if std::mem::take(&mut setbacks.abandoned) => Next::Fail,
             Error::Unresponsive { .. } => self.adopt_or(Next::Fail).await,
             Error::Redis(e) if e.is_io_error() => {
                 let again = setbacks.retries < self.core.options().retry_count();
