@@ -146,6 +146,7 @@ impl Acquisition {
         if let Some(granted) = self.try_once().await? {
             return Ok(Some(granted));
         }
+        setbacks.answered();
         if deadline.is_some_and(|d| d <= Instant::now()) || self.reply.is_closed() {
             return Ok(None);
         }

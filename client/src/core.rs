@@ -150,6 +150,11 @@ impl Core {
         self.router.query_again(key, cmd).await
     }
 
+    /// Whether a failed node can be replaced by another (Sentinel, Redis Cluster).
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.router.follows_failovers()
+    }
+
     /// Whether the node that serves `key` answers a `PING` within the response timeout.
     pub(crate) async fn probe(&self, key: &str) -> RedisResult<()> {
         self.query_again::<String>(key, &commands::ping())

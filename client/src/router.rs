@@ -86,6 +86,11 @@ impl Router {
         self.topology.discover().await
     }
 
+    /// Whether a failed node can be replaced by another (Sentinel, Redis Cluster).
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.topology.follows_failovers()
+    }
+
     /// The node that serves `key`, as far as the client knows.
     pub(crate) fn node_for(&self, key: &str) -> Arc<Node> {
         self.topology.node_for(key)

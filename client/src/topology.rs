@@ -174,6 +174,12 @@ impl Topology {
         tracing::warn!("no known cluster node gave its slot map");
     }
 
+    /// Whether a failed node can be replaced by another: the client follows a Sentinel
+    /// master or a cluster's slot map.
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.sentinels.is_some() || self.is_cluster()
+    }
+
     fn is_cluster(&self) -> bool {
         let map = self.slots.read().unwrap_or_else(PoisonError::into_inner);
         !map.is_empty()
