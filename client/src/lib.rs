@@ -153,8 +153,9 @@
 //! watchdog's renewals go there. A command that was not run (its connection was refused,
 //! `READONLY`, or a wait ended by `UNBLOCKED` when its master was demoted) is sent to the
 //! new master at once; one whose connection broke may have run, so it fails, and the next
-//! one goes to the new master. Until the sentinels have promoted a replica, commands fail
-//! with I/O errors.
+//! one goes to the new master. An acquisition whose master died queues again on the one the
+//! sentinels promote, within its wait limit and for at most 30 s of connection errors in a
+//! row. Until the sentinels have promoted a replica, other commands fail with I/O errors.
 //!
 //! # Limits
 //!
