@@ -35,7 +35,8 @@ pub(crate) struct Turns {
     slots: Mutex<HashMap<(String, String), Arc<Slot>>>,
 }
 
-/// An acquisition's turn on `(key, owner)`, until dropped.
+/// An acquisition's turn on `(key, owner)`, until dropped (or, not yet held, its place
+/// among those that want it).
 pub(crate) struct Turn {
     turns: Arc<Turns>,
     id: (String, String),
@@ -63,6 +64,14 @@ impl Turns {
             .entry(id.clone())
             .or_insert_with(new_slot)
             .clone();
+        // Not held yet; dropped (this future dropped, or the lock busy), it forgets the entry.
+        let mut turn = Turn {
+            turns: self.clone(),
+            id,
+            slot,
+            held: None,
+        };
+        let slot = &turn.slot;
         let busy = async {
             let Some(deadline) = deadline else {
                 return std::future::pending().await;
@@ -77,17 +86,10 @@ impl Turns {
         let held = tokio::select! {
             biased;
             held = slot.turn.clone().lock_owned() => held,
-            () = busy => {
-                self.forget(&id, &slot);
-                return None;
-            }
+            () = busy => return None,
         };
-        Some(Turn {
-            turns: self.clone(),
-            id,
-            slot,
-            held: Some(held),
-        })
+        turn.held = Some(held);
+        Some(turn)
     }
 
     /// Drops `slot`, and its entry when no acquisition wants it any more.
@@ -116,8 +118,41 @@ impl Turn {
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        self.set_queued(false);
-        drop(self.held.take());
+        if let Some(held) = self.held.take() {
+            self.set_queued(false);
+            drop(held);
+        }
         self.turns.forget(&self.id, &self.slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRACE: Duration = Duration::from_secs(5);
+
+    #[tokio::test]
+    async fn a_turn_is_one_at_a_time_and_its_entry_goes_with_the_last() {
+        let turns = Arc::new(Turns::default());
+        let first = turns.take("k", "o", None, GRACE).await.unwrap();
+        let other_owner = turns.take("k", "p", Some(Instant::now()), GRACE).await;
+        assert!(other_owner.is_some(), "another owner has a turn of its own");
+        drop(other_owner);
+        // Busy behind a queued holder: no turn once the deadline passed.
+        first.set_queued(true);
+        assert!(turns
+            .take("k", "o", Some(Instant::now()), GRACE)
+            .await
+            .is_none());
+        // A wanter that goes away leaves nothing behind.
+        let wanting = turns.take("k", "o", None, GRACE);
+        assert!(tokio::time::timeout(Duration::from_millis(10), wanting)
+            .await
+            .is_err());
+        drop(first);
+        assert!(turns.slots().is_empty(), "an entry outlived every turn");
+        let again = turns.take("k", "o", Some(Instant::now()), GRACE).await;
+        assert!(again.is_some(), "free again");
     }
 }
