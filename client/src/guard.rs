@@ -187,8 +187,12 @@ fn release_job(
             return Err(lost_error(&holding, reason));
         }
         let outcome = send_release(&core, &holding).await;
-        // Answered (or not sent): the server's count no longer includes this hold.
-        core.released(&holding);
+        // Answered (or not sent): the server's count no longer includes this hold. One
+        // without an answer may still run: it stays counted until the holding changes.
+        let io = matches!(&outcome, Err(Error::Redis(e)) if e.is_io_error());
+        if !(io || matches!(outcome, Err(Error::Unresponsive { .. }))) {
+            core.released(&holding);
+        }
         outcome
     }
 }

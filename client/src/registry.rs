@@ -134,6 +134,7 @@ impl Registry {
             e.current.mark_lost(LossReason::NotHeld);
         }
         let current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
+        self.releasing.holding_changed(g.key, g.owner, g.token);
         let entry = Entry {
             current: current.clone(),
             holds: 1,

@@ -31,6 +31,17 @@ impl Releasing {
         }
     }
 
+    /// Forgets `owner`'s releases of `key` with another token than `token`, the owner's
+    /// new holding: the server ended the holding they were for, and counts none of them.
+    pub(crate) fn holding_changed(&mut self, key: &str, owner: &str, token: u64) {
+        if let Some(sent) = self.sent.get_mut(key) {
+            sent.retain(|(o, t)| o != owner || *t == token);
+            if sent.is_empty() {
+                self.sent.remove(key);
+            }
+        }
+    }
+
     /// The tokens of `owner`'s releases of `key` in flight, one per release.
     pub(crate) fn tokens<'a>(
         &'a self,
@@ -68,6 +79,18 @@ mod tests {
         r.done("k", "p", 7);
         assert_eq!(r.count("k", "o", 7), 0);
         assert!(r.sent.is_empty(), "nothing is kept once answered");
+    }
+
+    #[test]
+    fn a_new_holding_forgets_the_releases_of_older_ones() {
+        let mut r = Releasing::default();
+        r.add("k", "o", 7);
+        r.add("k", "p", 7);
+        r.holding_changed("k", "o", 9);
+        assert_eq!(r.count("k", "o", 7), 0);
+        assert_eq!(r.count("k", "p", 7), 1, "another owner's are kept");
+        r.holding_changed("k", "p", 9);
+        assert!(r.sent.is_empty());
     }
 
     #[test]
