@@ -25,6 +25,11 @@ impl<'a> Args<'a> {
         self.bytes
     }
 
+    /// The strings Redis passed, command name first.
+    pub fn strings(&self) -> &'a [*mut raw::RedisModuleString] {
+        self.strings
+    }
+
     /// The key (argv[1]); arity is checked by each parser first.
     pub fn key(&self) -> Result<*mut raw::RedisModuleString, LockError> {
         self.strings.get(1).copied().ok_or(LockError::WrongArity)

@@ -72,16 +72,133 @@ pub enum LockError {
     ApplyFromClient,
     /// `LOCK.APPLY` with values no master would send.
     BadApply,
+    /// `LOCK.RAISE` with a token or floor that is not a non-negative integer.
+    BadRaise,
     /// The token counter is at its maximum: no fresh holding can be granted.
     TokensExhausted,
     /// `rlock.max-waiters` clients wait on this node already.
     TooManyWaiters(i64),
     /// `rlock.max-waiters-per-key` clients wait for this lock already.
     TooManyWaitersForKey(i64),
+    /// A client's lock write on a replica (a writable one: a read-only one is refused by
+    /// Redis itself).
+    ReplicaWrite,
+    /// A client's lock write while writes are paused (inside `MULTI` or a script).
+    WritesPaused,
+    /// A renewal or reentry during the hold-back after a stall of the node: so many ms left.
+    Stalled(i64),
+    /// The waiters of a lock that `maxmemory` evicted are sent away.
+    Evicted,
     /// The server does not export a module API function this command needs.
     MissingApi(&'static str),
     /// A bug: a handler panicked and the panic was caught.
     Internal(&'static str),
+    /// `LOCK.FENCED` did not run its inner command: see [`FenceError`].
+    Fence(FenceError),
+}
+
+/// Why `LOCK.FENCED` did not run its inner command (the lock not held by the owner at all
+/// is [`LockError::NotHeld`]). Command names and keys are echoed clipped ([`clip`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FenceError {
+    /// The owner holds the lock, but another holding than the caller's: a newer one (a
+    /// greater token), or one whose token is not the caller's at all.
+    Stale {
+        key: Vec<u8>,
+        owner: Vec<u8>,
+        token: i64,
+        current: i64,
+    },
+    /// An inner command that cannot run fenced.
+    Refused { command: Vec<u8>, why: Refusal },
+    /// In a cluster, an inner key outside the lock's slot.
+    CrossSlot { key: Vec<u8>, lock: Vec<u8> },
+    /// The server has no such command.
+    Unknown { command: Vec<u8> },
+    /// The inner command has the wrong number of arguments.
+    Arity { command: Vec<u8> },
+    /// The caller's ACL user may not run the inner command or touch its keys.
+    NoPerm { command: Vec<u8> },
+    /// `maxmemory` is reached and the inner command may use memory.
+    Oom,
+    /// The server refused the inner command for another reason (its `errno`).
+    NotRun { command: Vec<u8>, errno: i32 },
+}
+
+/// Why an inner command cannot run fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// It may block (`BLPOP`, `XREAD ... BLOCK`, `WAIT`).
+    Blocking,
+    /// `MULTI`, `EXEC`, `WATCH` and the like, or a subscription.
+    Transaction,
+    /// Another `LOCK.*` command.
+    LockCommand,
+    /// It names no key, so nothing ties it to the lock's slot (`FLUSHALL`, `SWAPDB`).
+    NoKeys,
+    /// It may write, move or delete the lock's own key.
+    LockKey,
+    /// A command a script may not run (`EVAL`, `FCALL`, ...), while `LOCK.FENCED` itself
+    /// runs in a script: Redis cannot run a script inside a script.
+    InScript,
+}
+
+impl fmt::Display for FenceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FenceError::Stale { key, owner, token, current } => write!(
+                f,
+                "FENCED lock '{}' is held by '{}' with {} ({current}), not {token}",
+                printable(key),
+                printable(owner),
+                if current > token { "a newer token" } else { "another token" }
+            ),
+            FenceError::Refused { command, why } => {
+                let command = printable(command);
+                write!(f, "ERR LOCK.FENCED refuses '{command}': {}", why.text())
+            }
+            FenceError::CrossSlot { key, lock } => write!(
+                f,
+                "CROSSSLOT LOCK.FENCED: key '{}' is not in the slot of lock '{}'; give both one hash tag (lock:{{order:42}} and order:{{order:42}})",
+                printable(key),
+                printable(lock)
+            ),
+            FenceError::Unknown { command } => {
+                write!(f, "ERR unknown command '{}' in LOCK.FENCED", printable(command))
+            }
+            FenceError::Arity { command } => write!(
+                f,
+                "ERR wrong number of arguments for '{}' in LOCK.FENCED",
+                printable(command)
+            ),
+            FenceError::NoPerm { command } => write!(
+                f,
+                "NOPERM this user has no permissions to run '{}' or to access its keys (in LOCK.FENCED)",
+                printable(command)
+            ),
+            FenceError::Oom => f.write_str(
+                "OOM command not allowed when used memory > 'maxmemory' (in LOCK.FENCED)",
+            ),
+            FenceError::NotRun { command, errno } => write!(
+                f,
+                "ERR LOCK.FENCED could not run '{}' here (errno {errno})",
+                printable(command)
+            ),
+        }
+    }
+}
+
+impl Refusal {
+    fn text(self) -> &'static str {
+        match self {
+            Refusal::Blocking => "it may block",
+            Refusal::Transaction => "transactions and subscriptions cannot run inside it",
+            Refusal::LockCommand => "lock commands cannot run inside it",
+            Refusal::NoKeys => "it names no key, so nothing ties it to the lock",
+            Refusal::LockKey => "it may write the lock's own key",
+            Refusal::InScript => "it cannot run inside a script",
+        }
+    }
 }
 
 impl fmt::Display for LockError {
@@ -125,6 +242,9 @@ impl fmt::Display for LockError {
             LockError::BadApply => f.write_str(
                 "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
             ),
+            LockError::BadRaise => f.write_str(
+                "ERR LOCK.RAISE needs key owner token floor: token and floor non-negative integers",
+            ),
             LockError::TokensExhausted => f.write_str(
                 "ERR fencing tokens are exhausted on this node: the counter is at its maximum",
             ),
@@ -136,12 +256,26 @@ impl fmt::Display for LockError {
                 f,
                 "ERR too many waiters for this lock: rlock.max-waiters-per-key ({max}) clients wait for it"
             ),
+            LockError::ReplicaWrite => f.write_str(
+                "READONLY rlock: this node is a replica; lock commands that write run on its master",
+            ),
+            LockError::WritesPaused => f.write_str(
+                "TRYAGAIN rlock: writes are paused on this node (CLIENT PAUSE or FAILOVER); try again",
+            ),
+            LockError::Stalled(ms) => write!(
+                f,
+                "TRYAGAIN rlock: this node stalled; it grants and renews nothing for {ms} ms, until it knows its replicas again"
+            ),
+            LockError::Evicted => f.write_str(
+                "OOM rlock: the lock was evicted (maxmemory) while the client waited; it is not handed on",
+            ),
             LockError::MissingApi(name) => {
                 write!(f, "ERR this Redis server lacks the module API {name}")
             }
             LockError::Internal(command) => {
                 write!(f, "ERR internal error in {command}, see the server log")
             }
+            LockError::Fence(e) => e.fmt(f),
         }
     }
 }

@@ -10,7 +10,7 @@ use redis_module::raw;
 use crate::error::LockError;
 use crate::ffi::api;
 use crate::token::{self, TOKENS};
-use crate::{blocked, config, expiry, gate, guard, node, persist, store, waiters};
+use crate::{blocked, config, expiry, gate, guard, heartbeat, node, persist, store, waiters};
 
 /// Keyspace events (generic, expired, evicted): a `RESTORE` (or a `MIGRATE` into this
 /// node) teaches the token counter the restored lock's token; any event on a lock with
@@ -38,7 +38,7 @@ unsafe extern "C" fn on_key_event(
         if waiters::any() {
             guard::callback("keyspace event", || {
                 let name = redis_module::RedisString::string_as_slice(key);
-                expiry::on_key_event(ctx, name, event == c"expired");
+                expiry::on_key_event(ctx, name, event);
                 Ok(())
             });
         }
@@ -67,7 +67,8 @@ fn keep_the_callers_db(ctx: *mut raw::RedisModuleCtx, event: &CStr) {
     }
 }
 
-/// Subscribes to the keyspace and server events the module needs.
+/// Subscribes to the keyspace and server events the module needs, and starts the
+/// heartbeat.
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
     let keyspace = api!(RedisModule_SubscribeToKeyspaceEvents);
     let classes = raw::REDISMODULE_NOTIFY_GENERIC
@@ -88,7 +89,7 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         unsafe { subscribe(ctx, event, Some(callback)) };
     }
-    Ok(())
+    heartbeat::start(ctx)
 }
 
 type ServerEventFn =
@@ -145,8 +146,10 @@ unsafe extern "C" fn on_role_change(
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER => {
                 TOKENS.skip(config::token_gap());
                 gate::promoted(node::now_ms());
+                gate::role_changed(false);
             }
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
+                gate::role_changed(true);
                 blocked::refuse(ctx, waiters::take_all(), gate::DEMOTED);
             }
             _ => {}
@@ -170,6 +173,7 @@ unsafe extern "C" fn on_loading(
                 LOADING_AOF.store(true, Ordering::Relaxed)
             }
             raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
+                heartbeat::loaded();
                 if LOADING_AOF.swap(false, Ordering::Relaxed) {
                     persist::learn_tokens_from_keyspace(ctx);
                 }

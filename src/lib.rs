@@ -14,17 +14,22 @@
 //!   one file per command: synopsis, args with a pure `parse`, and a thin `run`.
 //! - `info.rs` — the `INFO rlock` section; `dispatch.rs` — how Redis calls a command.
 //! - `waiting.rs` — a client's wait: queued, disconnected, a grant it never got revoked.
-//! - `expiry.rs` — lease timers and checks for locks with waiters.
-//! - `handoff.rs` — a holding ends: hand the lock to the first waiter, or free it.
+//! - `expiry.rs` — lease timers and checks for locks with waiters; `heartbeat.rs` — the
+//!   timer that notices stalls and re-arms waiters when the failover delay moves.
+//! - `handoff.rs` — the one door of every fresh holding (it asks the gate), and a holding
+//!   ends: hand the lock to the first waiter, or free it.
 //! - `blocked.rs` — blocking a client, its `WAIT` deadline, unblocking it, its reply.
 //! - `waiters.rs` — the node's waiter registry; `store/` — the lock's hash, its TTL, and
 //!   the replication of every write; `publish.rs` — the release message; `persist.rs` —
 //!   the token counter in the RDB.
 //! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
 //!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
-//!   containment; `config.rs` — the `rlock.*` configs.
+//!   containment; `config.rs` — the `rlock.*` configs; `gate.rs` — the facts the gate
+//!   decides on; `inner.rs` — the command `LOCK.FENCED` runs (its keys, the call);
+//!   `fence.rs` — `LOCK.FENCED`'s rules.
 //! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
-//!   machine), `args.rs`, `error.rs` (every error text), `token.rs`, `channel.rs`,
+//!   machine), `verdict.rs` (the gate's rules), `stall.rs` (the stall clock), `args.rs`,
+//!   `error.rs` (every error text), `token.rs`, `channel.rs`,
 //!   `counters.rs`, `reply.rs`, `spec.rs`.
 #![cfg_attr(
     not(test),
@@ -46,11 +51,14 @@ mod dispatch;
 pub mod error;
 mod events;
 mod expiry;
+pub mod fence;
 mod ffi;
 mod gate;
 mod guard;
 mod handoff;
+mod heartbeat;
 mod info;
+mod inner;
 pub mod lock;
 mod node;
 mod persist;
@@ -59,8 +67,10 @@ mod register;
 pub mod registry;
 pub mod reply;
 pub mod spec;
+mod stall;
 mod store;
 pub mod token;
+mod verdict;
 mod waiters;
 mod waiting;
 

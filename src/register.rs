@@ -63,7 +63,7 @@ fn set_info(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), Loc
     // Redis copies everything it is given; the arrays end with a zeroed entry.
     let mut args: Vec<raw::RedisModuleCommandArg> = spec.args.iter().map(arg).collect();
     args.push(unsafe { zeroed() });
-    let mut key_specs = [key_spec(spec.keys), unsafe { zeroed() }];
+    let mut key_specs = key_specs(spec.keys);
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -87,10 +87,33 @@ fn set_info(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), Loc
     Ok(())
 }
 
+/// The key specs of a command, ending with a zeroed one: its key (argument 1), and for
+/// `LOCK.FENCED` the keys of the command it runs, which no spec can find (Redis then asks
+/// its `getkeys-api` callback).
+fn key_specs(access: KeyAccess) -> Vec<raw::RedisModuleCommandKeySpec> {
+    let mut specs = vec![key_spec(access)];
+    if access == KeyAccess::Fenced {
+        let mut inner: raw::RedisModuleCommandKeySpec = unsafe { zeroed() };
+        let flags = raw::REDISMODULE_CMD_KEY_RW
+            | raw::REDISMODULE_CMD_KEY_INCOMPLETE
+            | raw::REDISMODULE_CMD_KEY_VARIABLE_FLAGS;
+        inner.flags = u64::from(flags);
+        inner.notes = c"the keys of the command it runs, reported by its getkeys callback".as_ptr();
+        inner.begin_search_type =
+            raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_UNKNOWN;
+        inner.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_UNKNOWN;
+        specs.push(inner);
+    }
+    specs.push(unsafe { zeroed() });
+    specs
+}
+
 /// The key spec of a command's one key: argument 1, read-only or read-write.
 fn key_spec(access: KeyAccess) -> raw::RedisModuleCommandKeySpec {
     let flags = match access {
-        KeyAccess::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        KeyAccess::Read | KeyAccess::Fenced => {
+            raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
+        }
         // Redis takes one of INSERT, UPDATE and DELETE; a lock command may do any of them
         // to its key, and UPDATE is what HSET declares.
         KeyAccess::Write => {
@@ -117,7 +140,9 @@ fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
     out.name = doc.name.as_ptr();
     out.type_ = match doc.kind {
         ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
-        ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+        ArgKind::String | ArgKind::Strings => {
+            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
+        }
         ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
         ArgKind::UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
     };
@@ -125,10 +150,16 @@ fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
     out.token = doc.token.map_or(ptr::null(), CStr::as_ptr);
     out.summary = doc.summary.as_ptr();
     out.since = SINCE.as_ptr();
-    out.flags = if doc.optional {
-        raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int
+    let optional = if doc.optional {
+        raw::REDISMODULE_CMD_ARG_OPTIONAL
     } else {
         0
     };
+    let multiple = if doc.kind == ArgKind::Strings {
+        raw::REDISMODULE_CMD_ARG_MULTIPLE
+    } else {
+        0
+    };
+    out.flags = (optional | multiple) as c_int;
     out
 }

@@ -26,6 +26,9 @@ pub struct Waiter<C> {
     pub lease_ms: i64,
     /// The timer that ends its `WAIT`, if it has a limit.
     pub deadline_timer: Option<u64>,
+    /// When its `WAIT` runs out (Unix ms, server time), if it has a limit: past it, the
+    /// waiter is never granted the lock, even before its timer has fired.
+    pub wait_until: Option<i64>,
 }
 
 /// A lock handed to a waiter whose reply has not gone out yet.
@@ -105,6 +108,11 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         self.index.remove(&waiter.client);
         self.drop_if_empty(db, key);
         Some(waiter)
+    }
+
+    /// The first waiter of `key`, left in its queue.
+    pub fn first(&self, db: Db, key: &[u8]) -> Option<&Waiter<C>> {
+        self.dbs.get(&db)?.get(key)?.waiters.front()
     }
 
     /// Takes a queued client out of its queue: only the waiter `id`, when given.

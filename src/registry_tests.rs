@@ -9,6 +9,7 @@ fn waiter(client: usize, id: u64) -> Waiter<usize> {
         owner: format!("owner-{client}").into_bytes(),
         lease_ms: 1000,
         deadline_timer: None,
+        wait_until: None,
     }
 }
 

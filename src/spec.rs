@@ -19,6 +19,9 @@ pub enum KeyAccess {
     Read,
     /// Reads, creates, updates or deletes the lock.
     Write,
+    /// Reads the lock; the keys of the command it runs come from its `getkeys-api`
+    /// callback (`LOCK.FENCED`).
+    Fenced,
 }
 
 /// The type of a documented argument.
@@ -28,6 +31,8 @@ pub enum ArgKind {
     String,
     Integer,
     UnixTime,
+    /// Strings, any number of them (the arguments of a command run inside another).
+    Strings,
 }
 
 /// One argument in `COMMAND DOCS`.

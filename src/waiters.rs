@@ -75,6 +75,14 @@ pub fn pop_first(db: Db, key: &[u8]) -> Option<Waiter> {
     with(|r| r.pop_first(db, key))
 }
 
+/// The first waiter of `key` (a copy), left in its queue.
+pub fn first(db: Db, key: &[u8]) -> Option<Waiter> {
+    if !any() {
+        return None;
+    }
+    with(|r| r.first(db, key).cloned())
+}
+
 /// Takes a queued client out of its queue (only the waiter `id`, when given).
 pub fn take(bc: Bc, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(id_of(bc), id))

@@ -14,7 +14,8 @@ const LAYERS: Layers = &[
         "pure",
         &[
             &[
-                "error", "token", "channel", "counters", "registry", "reply", "spec",
+                "error", "token", "channel", "counters", "registry", "reply", "spec", "stall",
+                "verdict",
             ],
             &["args"],
             &["lock"],
@@ -24,14 +25,17 @@ const LAYERS: Layers = &[
         "redis primitives",
         &[
             &["ffi", "apis", "cluster"],
-            &["guard", "node", "register"],
+            &["guard", "node", "register", "fence"],
             &["config"],
-            &["gate"],
+            &["gate", "inner"],
         ],
     ),
     ("state", &[&["waiters", "store", "publish"], &["persist"]]),
     ("blocked clients", &[&["blocked"]]),
-    ("handoff", &[&["handoff"], &["expiry"], &["waiting"]]),
+    (
+        "handoff",
+        &[&["handoff"], &["expiry"], &["waiting", "heartbeat"]],
+    ),
     (
         "commands and events",
         &[&["dispatch"], &["commands", "info", "events"]],

@@ -9,12 +9,14 @@
 //! Layout: `suite.rs` runs the scenarios (`uncontended.rs`, `contended.rs`, `crash.rs`,
 //! `watchdog.rs`); `side.rs` holds both sides' commands and the baseline's scripts,
 //! `redisson.rs` its way of waiting; `redlock.rs` scenario 7 (the client crate's RedLock over
-//! three servers against its one-server lock); `server.rs` the server and its statistics;
+//! three servers against its one-server lock); `fenced.rs` scenario 8 (a fenced write against
+//! a plain one); `server.rs` the server and its statistics;
 //! `report.rs` the table.
 
 mod clock;
 mod contended;
 mod crash;
+mod fenced;
 mod redisson;
 mod redlock;
 mod report;
@@ -32,7 +34,8 @@ use std::time::Duration;
 const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench load PORT lua|rlock|plain DEPTH SECONDS   (scenario 1 alone, against a running server)
        rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)
-       rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)";
+       rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
+       rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Some("load") => load(&args[1..]),
         Some("contend") => contend(&args[1..]),
         Some("redlock") => redlock_alone(&args[1..]),
+        Some("fenced") => fenced_alone(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -114,6 +118,20 @@ fn redlock_alone(args: &[String]) -> Result<(), String> {
     let runs = redlock::run(&[a, b, c], Duration::from_secs_f64(seconds));
     let mut table = String::new();
     report::redlock_table(&mut table, &runs);
+    println!("{table}");
+    Ok(())
+}
+
+/// `fenced SECONDS`: scenario 8 alone, on a server started here.
+fn fenced_alone(args: &[String]) -> Result<(), String> {
+    let [seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let server = server::BenchServer::start(&module()?)?;
+    let runs = fenced::run(server.port(), Duration::from_secs_f64(seconds));
+    let mut table = String::new();
+    fenced::table(&mut table, &runs);
     println!("{table}");
     Ok(())
 }

@@ -43,6 +43,7 @@ pub fn render(r: &Results) -> String {
         let _ = writeln!(out, "| {} | {} |", c.0, cells.join(" | "));
     }
     redlock_table(&mut out, &r.redlock);
+    crate::fenced::table(&mut out, &r.fenced);
     let missed: Vec<String> = rows
         .iter()
         .filter(|x| x.pass == Some(false))

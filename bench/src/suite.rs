@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::contended;
 use crate::crash;
+use crate::fenced;
 use crate::redlock;
 use crate::server::{info, BenchServer};
 use crate::side::{Scripts, Side};
@@ -61,6 +62,8 @@ pub struct Results {
     pub cpu: Vec<CpuRow>,
     /// Scenario 7: one server, then a RedLock over three (or why it could not run).
     pub redlock: Result<[redlock::Run; 2], String>,
+    /// Scenario 8: plain `HSET`, then `LOCK.FENCED ... HSET`.
+    pub fenced: [fenced::Run; 2],
 }
 
 const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
@@ -116,6 +119,8 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         SIDES.map(|side| watchdog::waiter_memory(port, &scripts, side, plan.memory_waiters));
     eprintln!("scenario 7: RedLock over three servers vs one server");
     let redlock = redlock::run(&[server, &others[0], &others[1]], plan.duration);
+    eprintln!("scenario 8: a fenced write against a plain one");
+    let fenced = fenced::run(port, plan.duration);
     Results {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         redis_version: info(&mut con, &["server"])
@@ -130,6 +135,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         memory,
         cpu,
         redlock,
+        fenced,
     }
 }
 

@@ -1,5 +1,7 @@
 //! What `run` holds while the command runs: a lock on one server, or a RedLock on several.
 
+use std::time::{Duration, Instant};
+
 use rlock_client::{Error, Guard, LossReason, RedLockGuard};
 
 /// A held lock, on one server or on a majority of several.
@@ -30,6 +32,23 @@ impl Held {
         match self {
             Held::One(guard) => guard.token(),
             Held::Quorum(guard) => guard.token(),
+        }
+    }
+
+    /// The safe deadline: until then the lock is surely held (a RedLock: by a majority),
+    /// unless a server said otherwise; renewals move it.
+    pub fn valid_until(&self) -> Instant {
+        match self {
+            Held::One(guard) => guard.valid_until(),
+            Held::Quorum(guard) => guard.valid_until(),
+        }
+    }
+
+    /// How long the lock is surely held from now; zero once lost.
+    pub fn remaining(&self) -> Duration {
+        match self {
+            Held::One(guard) => guard.remaining(),
+            Held::Quorum(guard) => guard.remaining(),
         }
     }
 

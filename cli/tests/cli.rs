@@ -117,7 +117,10 @@ fn a_lost_lock_kills_the_command_and_exits_76() {
         started.elapsed() < Duration::from_secs(5),
         "not killed in time"
     );
-    assert!(text(&out.stderr).contains("the lock was lost"));
+    // A fixed lease ends: the command gets SIGTERM before it may end.
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("lease may end in"), "{stderr}");
+    assert!(stderr.contains("stopping sleep"), "{stderr}");
 }
 
 #[test]
@@ -241,4 +244,37 @@ fn run_over_two_servers_is_refused() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn run_over_three_servers_with_two_dead_fails_at_once() {
+    let mut servers = [Server::start(), Server::start(), Server::start()];
+    servers[0].kill();
+    servers[2].kill();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+    cmd.env_remove("RLOCK_URL").args(["--timeout", "500ms"]);
+    for server in &servers {
+        cmd.arg("--url").arg(server.url());
+    }
+    let mut child = cmd
+        .args(["run", "job", "--", "echo", "ran"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rlock");
+    let ended = poll(Duration::from_secs(10), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    if !ended {
+        let _ = child.kill();
+    }
+    let out = finish(child);
+    assert!(ended, "rlock waited on with 1 of 3 servers: {out:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("only 1 of its servers answered, 2 are needed"),
+        "{stderr}"
+    );
+    assert_eq!(text(&out.stdout), "", "the command must not run");
 }

@@ -7,11 +7,11 @@ mod support;
 mod tool;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use support::{poll, Server};
-use tool::rlock;
+use tool::{group, rlock, Reap};
 
 /// A command whose shell leaves a background child: `sh` and two `sleep`s in one group.
 const FAMILY: &str = "echo $$; sleep 100 & sleep 100";
@@ -35,48 +35,10 @@ fn start_family(server: &Server, options: &[&str]) -> (Child, i32) {
     (child, pgid)
 }
 
-/// The live (not zombie) processes of process group `pgid`, from `/proc`.
-fn group(pgid: i32) -> Vec<i32> {
-    let mut members = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return members;
-    };
-    for entry in entries.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid pgrp ...: the command name may hold spaces, not ')'.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let (state, pgrp) = (fields.first(), fields.get(2));
-        if pgrp == Some(&pgid.to_string().as_str()) && state != Some(&"Z") {
-            members.push(pid);
-        }
-    }
-    members
-}
-
-/// Kills what is left of a group when a test fails, so no `sleep 100` outlives it.
-struct Reap(i32);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0)])
-            .stderr(Stdio::null())
-            .status();
-    }
-}
-
 #[test]
 fn a_force_release_stops_the_whole_group() {
     let server = Server::start();
-    let options = ["--lease", "900ms", "--renew", "--kill-grace", "1s"];
+    let options = ["--lease", "900ms", "--renew", "--kill-grace", "300ms"];
     let (rlock, pgid) = start_family(&server, &options);
     let _reap = Reap(pgid);
     assert_eq!(server.cmd::<i64>(&["LOCK.FORCERELEASE", "job"]), 1);

@@ -256,6 +256,11 @@ impl BlockingGuard {
         self.rt.block_on(lost).ok().flatten()
     }
 
+    /// Runs `cmd` only while this holding is the lock's current one; see [`Guard::fenced`].
+    pub fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        self.rt.block_on(self.guard.fenced(cmd))
+    }
+
     /// Releases this one hold; see [`Guard::release`]. Inside an async runtime it cannot
     /// block: it fails with [`Error::InvalidArgument`], and the hold is released in the
     /// background.

@@ -162,6 +162,18 @@ impl Client {
         self.core.watchdog_stats()
     }
 
+    /// What names the server in a [`MultiLock`](crate::MultiLock)'s and a
+    /// [`RedLock`](crate::RedLock)'s canonical order, whatever the URL's spelling: its
+    /// `run_id` (learned at connect); for a Redis Cluster its smallest node id; for a
+    /// Sentinel URL, that URL without credentials.
+    pub fn identity(&self) -> &str {
+        self.core.identity().unwrap_or(&self.server)
+    }
+
+    pub(crate) fn options(&self) -> &ClientOptions {
+        self.core.options()
+    }
+
     pub(crate) fn next_owner_id(&self) -> String {
         self.core.next_owner_id()
     }

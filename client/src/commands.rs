@@ -37,6 +37,26 @@ pub(crate) fn renew(key: &str, owner: &str, lease_ms: u64, token: u64) -> Cmd {
     cmd
 }
 
+/// `LOCK.FENCED key owner token <inner>`: runs `inner` only while the holding `(owner,
+/// token)` is the lock's current one.
+pub(crate) fn fenced(key: &str, owner: &str, token: u64, inner: &Cmd) -> Cmd {
+    let mut cmd = cmd("LOCK.FENCED");
+    cmd.arg(key).arg(owner).arg(token);
+    for arg in inner.args_iter() {
+        if let redis::Arg::Simple(bytes) = arg {
+            cmd.arg(bytes);
+        }
+    }
+    cmd
+}
+
+/// `LOCK.RAISE key owner token floor`: the holder raises the node's token counter.
+pub(crate) fn raise(key: &str, owner: &str, token: u64, floor: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.RAISE");
+    cmd.arg(key).arg(owner).arg(token).arg(floor);
+    cmd
+}
+
 /// `LOCK.INFO key`.
 pub(crate) fn info(key: &str) -> Cmd {
     let mut cmd = cmd("LOCK.INFO");
@@ -149,6 +169,17 @@ mod tests {
         );
         assert_eq!(words(&info("k")), ["LOCK.INFO", "k"]);
         assert_eq!(words(&force_release("k")), ["LOCK.FORCERELEASE", "k"]);
+    }
+
+    #[test]
+    fn fenced_wraps_the_whole_inner_command() {
+        let mut inner = redis::cmd("HSET");
+        inner.arg("d").arg("f").arg(b"\xff");
+        let wrapped = fenced("k", "o", 9, &inner);
+        assert_eq!(
+            words(&wrapped),
+            ["LOCK.FENCED", "k", "o", "9", "HSET", "d", "f", "\u{fffd}"]
+        );
     }
 
     #[test]

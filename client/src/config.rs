@@ -17,6 +17,7 @@ use std::time::Duration;
 /// | [`keepalive`](ClientOptions::keepalive) | 5 s | how often a waiting acquisition checks that its server answers |
 /// | [`retries`](ClientOptions::retries) | 2 | reconnections of a shared connection; acquisitions sent again on a fresh connection after a broken one |
 /// | [`margin`](ClientOptions::margin) | 20 ms | time taken off every lease, with 1% of it for clock drift |
+/// | [`quorum_timeout`](ClientOptions::quorum_timeout) | 10 s | how long a RedLock acquisition goes on while fewer than a majority of its servers answer |
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,6 +37,7 @@ pub struct ClientOptions {
     keepalive: Duration,
     retries: usize,
     margin: Duration,
+    quorum: Duration,
 }
 
 impl Default for ClientOptions {
@@ -47,6 +49,7 @@ impl Default for ClientOptions {
             keepalive: Duration::from_secs(5),
             retries: 2,
             margin: Duration::from_millis(20),
+            quorum: Duration::from_secs(10),
         }
     }
 }
@@ -106,6 +109,20 @@ impl ClientOptions {
         self
     }
 
+    /// How long a [`RedLock`](crate::RedLock) acquisition, even one without a wait limit,
+    /// goes on while fewer than a majority of its servers answer; it then fails with
+    /// [`Error::NoQuorum`](crate::Error::NoQuorum). A RedLock uses the smallest of its
+    /// clients' settings.
+    pub fn quorum_timeout(mut self, timeout: Duration) -> Self {
+        self.quorum = timeout;
+        self
+    }
+
+    /// See [`quorum_timeout`](ClientOptions::quorum_timeout).
+    pub fn quorum_timeout_duration(&self) -> Duration {
+        self.quorum
+    }
+
     /// See [`connect_timeout`](ClientOptions::connect_timeout).
     pub fn connect_timeout_duration(&self) -> Duration {
         self.connect
@@ -150,6 +167,7 @@ mod tests {
         assert_eq!(o.keepalive_interval(), Duration::from_secs(5));
         assert_eq!(o.retry_count(), 2);
         assert_eq!(o.margin_duration(), Duration::from_millis(20));
+        assert_eq!(o.quorum_timeout_duration(), Duration::from_secs(10));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use crate::commands;
 use crate::config::ClientOptions;
 use crate::error::{timed_out, Error, LossReason, Result};
+use crate::identity;
 use crate::info::LockInfo;
 use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
@@ -36,6 +37,9 @@ pub(crate) struct Core {
     options: ClientOptions,
     closed: AtomicBool,
     turns: Arc<Turns>,
+    /// What the server reports as its identity (`identity.rs`); `None` for a master
+    /// followed through Sentinel.
+    identity: Option<String>,
 }
 
 impl Core {
@@ -47,9 +51,15 @@ impl Core {
         sentinels: Option<Sentinels>,
         options: ClientOptions,
     ) -> Result<Core> {
+        let followed = sentinels.is_some();
         let router = Arc::new(Router::new(redis, sentinels, options));
         check_module(&mut router.seed().shared().await?).await?;
         router.discover().await?;
+        let identity = if followed {
+            None
+        } else {
+            identity::learn(&mut router.seed().shared().await?).await
+        };
         let runtime = Handle::current();
         let core = Core {
             id: uuid::Uuid::new_v4().to_string(),
@@ -61,6 +71,7 @@ impl Core {
             options,
             closed: AtomicBool::new(false),
             turns: Arc::default(),
+            identity,
         };
         tracing::debug!(client = %core.id, "rlock client connected");
         Ok(core)
@@ -69,6 +80,11 @@ impl Core {
     /// The client's random id, the prefix of its owner ids.
     pub(crate) fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The server's identity, if it reports one (`identity.rs`).
+    pub(crate) fn identity(&self) -> Option<&str> {
+        self.identity.as_deref()
     }
 
     /// The client's settings.

@@ -105,7 +105,8 @@ pub enum Error {
     #[error("the client was closed")]
     Closed,
     /// A [`RedLock`](crate::RedLock) could not reach a majority of its servers before its
-    /// wait ended (they are down or cut off); nothing is held.
+    /// wait ended, or for [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout)
+    /// (they are down or cut off); nothing is held.
     #[error("RedLock '{key}': only {answered} of its servers answered, {needed} are needed")]
     NoQuorum {
         /// The lock's key.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::commands;
 use crate::core::Core;
 use crate::error::{Error, LossReason, Result};
 use crate::holding::LostSignal;
@@ -160,6 +161,38 @@ impl Guard {
 
     pub(crate) fn is_released(&self) -> bool {
         self.released
+    }
+
+    /// Runs `cmd` on the lock's node only while this holding is the lock's current one, in
+    /// one atomic step on the server (`LOCK.FENCED`): a write accepted means the holding was
+    /// current when it ran, even if this process was paused past its lease. Returns the
+    /// command's reply. The command's keys must be in the lock's slot in a cluster (a hash
+    /// tag: `lock:{order:42}` guards `order:{order:42}`); `EVAL`/`FCALL` run several writes.
+    ///
+    /// Fails with [`Error::Lost`] (and the guard is lost from then on) when the server says
+    /// the holding is gone: the lock is free, someone else holds it, or this owner holds a
+    /// newer holding. The server decides, not the client's clock: a guard whose safe deadline
+    /// passed may still write if the server still has its holding.
+    ///
+    /// ```no_run
+    /// # async fn demo(guard: rlock_client::Guard) -> rlock_client::Result<()> {
+    /// let mut hset = redis::cmd("HSET");
+    /// hset.arg("order:{order:42}").arg("state").arg("paid");
+    /// let added: i64 = guard.fenced(&hset).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        let holding = &self.holding;
+        let fenced = commands::fenced(&holding.key, &holding.owner, holding.token, cmd);
+        let answer = self.core.query(&holding.key, &fenced).await;
+        answer.map_err(|err| match err.code() {
+            Some("NOTHELD" | "FENCED") => {
+                self.core.mark_lost(holding, LossReason::NotHeld);
+                lost_error(holding, LossReason::NotHeld)
+            }
+            _ => Error::from_command(err, &holding.key, &holding.owner),
+        })
     }
 }
 

@@ -65,6 +65,12 @@ impl Lock {
         &self.server
     }
 
+    /// What names its server in a [`MultiLock`](crate::MultiLock)'s canonical order
+    /// ([`Client::identity`](crate::Client::identity)).
+    pub fn identity(&self) -> &str {
+        self.core.identity().unwrap_or(&self.server)
+    }
+
     /// Uses `options` for the following acquisitions.
     pub fn options(mut self, options: LockOptions) -> Lock {
         self.options = options;
@@ -139,6 +145,13 @@ impl Lock {
     /// The lock's state on the server (`LOCK.INFO`), or `None` if it is free.
     pub async fn info(&self) -> Result<Option<LockInfo>> {
         self.core.info(&self.key).await
+    }
+
+    /// `cmd` on this lock's key, over its server's shared connection.
+    pub(crate) async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        let reply = self.core.query(&self.key, cmd).await;
+        reply
+            .map_err(|err| Error::from_command(err, &self.key, self.owner.as_deref().unwrap_or("")))
     }
 
     /// Acquires, waiting up to `limit` (`None`: without limit).

@@ -25,7 +25,11 @@ const LAYERS: Layers = &[
     ),
     (
         "transport",
-        &[&["node", "sentinel"], &["topology"], &["router", "pool"]],
+        &[
+            &["node", "sentinel", "identity"],
+            &["topology"],
+            &["router", "pool"],
+        ],
     ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
     ("core", &[&["core"]]),
@@ -41,7 +45,14 @@ const LAYERS: Layers = &[
     ("public API", &[&["lock"], &["client"], &["blocking"]]),
     (
         "several servers",
-        &[&["members"], &["multi", "election"], &["redlock"]],
+        &[
+            &["members", "keeper"],
+            &["signal"],
+            &["multi", "attempt"],
+            &["election"],
+            &["redlock_guard"],
+            &["redlock"],
+        ],
     ),
 ];
 

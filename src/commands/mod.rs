@@ -6,8 +6,10 @@
 
 pub mod acquire;
 pub mod apply;
+pub mod fenced;
 pub mod forcerelease;
 pub mod info;
+pub mod raise;
 pub mod release;
 pub mod renew;
 
@@ -37,8 +39,9 @@ macro_rules! call {
     }};
 }
 
-/// Every command. All take the lock's key at position 1 and no other key.
-pub const COMMANDS: [CommandSpec; 6] = [
+/// Every command. All take the lock's key at position 1; `LOCK.FENCED` also the keys of
+/// the command it runs, which its `getkeys-api` callback reports.
+pub const COMMANDS: [CommandSpec; 8] = [
     CommandSpec {
         name: c"lock.acquire",
         flags: c"write deny-oom blocking",
@@ -99,6 +102,26 @@ pub const COMMANDS: [CommandSpec; 6] = [
         args: &[KEY, OWNER, HOLDS, TOKEN, AT],
         call: call!("LOCK.APPLY", apply),
     },
+    CommandSpec {
+        name: c"lock.fenced",
+        flags: c"write getkeys-api",
+        arity: -5,
+        keys: KeyAccess::Fenced,
+        categories: c"hash",
+        summary: c"Runs a command only while owner holds the lock with the holding of token, atomically. Returns the command's reply.",
+        args: &[KEY, OWNER, HOLDING, COMMAND, ARG],
+        call: fenced::call,
+    },
+    CommandSpec {
+        name: c"lock.raise",
+        flags: c"write fast",
+        arity: 5,
+        keys: KeyAccess::Read,
+        categories: c"hash",
+        summary: c"Raises this node's token counter to at least floor, for the holder of the lock. Returns the counter, or nil if not held.",
+        args: &[KEY, OWNER, TOKEN, FLOOR],
+        call: call!("LOCK.RAISE", raise),
+    },
 ];
 
 const KEY: ArgDoc = ArgDoc {
@@ -149,6 +172,34 @@ const TOKEN: ArgDoc = ArgDoc {
     token: None,
     optional: false,
     summary: c"The fencing token (0: none).",
+};
+const HOLDING: ArgDoc = ArgDoc {
+    name: c"token",
+    kind: ArgKind::Integer,
+    token: None,
+    optional: false,
+    summary: c"The fencing token of the caller's holding.",
+};
+const COMMAND: ArgDoc = ArgDoc {
+    name: c"command",
+    kind: ArgKind::String,
+    token: None,
+    optional: false,
+    summary: c"The command to run; its keys must be in the lock's slot.",
+};
+const ARG: ArgDoc = ArgDoc {
+    name: c"arg",
+    kind: ArgKind::Strings,
+    token: None,
+    optional: true,
+    summary: c"The command's arguments.",
+};
+const FLOOR: ArgDoc = ArgDoc {
+    name: c"floor",
+    kind: ArgKind::Integer,
+    token: None,
+    optional: false,
+    summary: c"The least value the node's token counter must reach.",
 };
 const AT: ArgDoc = ArgDoc {
     name: c"unix-time-milliseconds",

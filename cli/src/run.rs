@@ -1,0 +1,176 @@
+//! `rlock run`: taking the lock (on one server, or a RedLock on several), then running the
+//! command under it (`supervise.rs`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use rlock_client::{Client, ClientOptions, Error, LockOptions, RedLock};
+
+use crate::duration::parse_duration;
+use crate::held::Held;
+use crate::plan::Plan;
+use crate::supervise::supervise;
+
+/// `run`'s options do not fit together (as clap's usage errors).
+const EXIT_USAGE: u8 = 2;
+/// `--wait` ran out (`EX_TEMPFAIL`).
+const EXIT_TIMEOUT: u8 = 75;
+
+/// `rlock run`'s arguments.
+#[derive(Args)]
+pub struct RunCmd {
+    /// The lock's key.
+    key: String,
+    /// Give up after this long (e.g. 500ms, 0.5, 10s, 2m; a bare number is seconds).
+    /// Without it, wait as long as it takes.
+    #[arg(long, value_parser = parse_duration)]
+    wait: Option<Duration>,
+    /// A fixed lease instead of the renewing watchdog (the lock ends when it runs out:
+    /// the command gets SIGTERM --kill-grace before), unless --renew is given too.
+    #[arg(long, value_parser = parse_duration)]
+    lease: Option<Duration>,
+    /// Renew the --lease with the watchdog (every third of it) while the command runs.
+    #[arg(long, requires = "lease")]
+    renew: bool,
+    /// How long before the lease's safe end, when it was not renewed, the command's group
+    /// gets SIGTERM (SIGKILL comes just before the end); also how long leftovers have after
+    /// SIGTERM with --kill-leftovers. It must be shorter than the part of the lease rlock
+    /// counts on (with renewal: two thirds of it, less a margin). Default: 5s, or half
+    /// that part of a shorter lease.
+    #[arg(long, value_parser = parse_duration)]
+    kill_grace: Option<Duration>,
+    /// When the command exits, stop the processes it left running in its group (SIGTERM,
+    /// SIGKILL after --kill-grace) instead of keeping the lock until they end.
+    #[arg(long)]
+    kill_leftovers: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+/// How `run` holds the lock and runs the command.
+struct RunArgs {
+    wait: Option<Duration>,
+    options: LockOptions,
+    plan: Plan,
+}
+
+impl RunCmd {
+    /// Checks the options, opens the servers at `urls`, takes the lock and runs the command.
+    pub async fn run(self, urls: &[String], client: ClientOptions) -> Result<ExitCode, Error> {
+        let options = match self.lease {
+            Some(lease) => LockOptions::new().lease(lease).watchdog(self.renew),
+            None => LockOptions::new(),
+        };
+        let Some(plan) = Plan::check(&options, &client, self.kill_grace, self.kill_leftovers)
+        else {
+            return Ok(ExitCode::from(EXIT_USAGE));
+        };
+        let args = RunArgs {
+            wait: self.wait,
+            options,
+            plan,
+        };
+        let (key, command) = (&self.key, &self.command);
+        let clients = crate::open(urls, client).await?;
+        // By the servers named, not those reached: two of three down is no single server.
+        match (urls.len(), clients.as_slice()) {
+            (1, [client]) => run_locked(client, key, &args, command).await,
+            (servers, _) => run_redlocked(servers, clients, key, &args, command).await,
+        }
+    }
+}
+
+async fn run_locked(
+    client: &Client,
+    key: &str,
+    args: &RunArgs,
+    command: &[String],
+) -> Result<ExitCode, Error> {
+    let lock = client.lock(key).options(args.options);
+    let held = match lock.try_acquire(Duration::ZERO).await? {
+        Some(guard) => Some(Held::One(guard)),
+        None => {
+            announce_wait(client, key, args.wait).await;
+            let granted = match args.wait {
+                Some(limit) => lock.try_acquire(limit).await?,
+                None => Some(lock.acquire().await?),
+            };
+            granted.map(|guard| acquired_after_waiting(Held::One(guard)))
+        }
+    };
+    run_held(key, held, command, args).await
+}
+
+/// `run` over several independent servers: a RedLock, granted by a majority of them.
+async fn run_redlocked(
+    servers: usize,
+    clients: Vec<Client>,
+    key: &str,
+    args: &RunArgs,
+    command: &[String],
+) -> Result<ExitCode, Error> {
+    let needed = servers / 2 + 1;
+    if clients.len() < needed {
+        // No majority can grant: waiting would never end.
+        return Err(Error::NoQuorum {
+            key: key.to_owned(),
+            answered: clients.len(),
+            needed,
+        });
+    }
+    let lock = RedLock::with_servers(servers, clients, key)?.options(args.options);
+    let held = match lock.try_acquire(Duration::ZERO).await? {
+        Some(guard) => Some(Held::Quorum(guard)),
+        None => {
+            let limit = wait_limit_text(args.wait);
+            let quorum = lock.quorum();
+            eprintln!("rlock: waiting for '{key}' ({limit}) on {quorum} of {servers} servers");
+            let granted = match args.wait {
+                Some(limit) => lock.try_acquire(limit).await?,
+                None => Some(lock.acquire().await?),
+            };
+            granted.map(|guard| acquired_after_waiting(Held::Quorum(guard)))
+        }
+    };
+    run_held(key, held, command, args).await
+}
+
+/// Says on stderr that a lock waited for was acquired.
+fn acquired_after_waiting(held: Held) -> Held {
+    eprintln!("rlock: acquired '{}' (token {})", held.key(), held.token());
+    held
+}
+
+/// Runs the command under `held`, or gives up when the wait ran out (`None`).
+async fn run_held(
+    key: &str,
+    held: Option<Held>,
+    command: &[String],
+    args: &RunArgs,
+) -> Result<ExitCode, Error> {
+    match held {
+        Some(held) => supervise(held, command, args.plan).await,
+        None => {
+            eprintln!("rlock: gave up waiting for '{key}'");
+            Ok(ExitCode::from(EXIT_TIMEOUT))
+        }
+    }
+}
+
+async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
+    let limit = wait_limit_text(wait);
+    match client.info(key).await {
+        Ok(Some(info)) => eprintln!(
+            "rlock: waiting for '{key}' ({limit}): held by {} (token {}, {} queued before us)",
+            info.owner, info.token, info.waiters
+        ),
+        _ => eprintln!("rlock: waiting for '{key}' ({limit})"),
+    }
+}
+
+/// How long `run` waits, as it says on stderr.
+fn wait_limit_text(wait: Option<Duration>) -> String {
+    wait.map_or("no limit".to_owned(), |w| format!("at most {w:?}"))
+}
