@@ -60,7 +60,8 @@ impl ClientOptions {
         Self::default()
     }
 
-    /// How long opening a connection may take, handshake included.
+    /// How long opening a connection may take, handshake and retries included: `Client::open`
+    /// on a server that does not answer fails within it.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect = timeout.max(Duration::from_millis(1));
         self
@@ -84,8 +85,9 @@ impl ClientOptions {
     /// How often a waiting acquisition checks (`PING`, within the response timeout) that its
     /// server still answers; also the idle time before TCP keepalive probes on wait
     /// connections. A wait whose server stops answering fails with
-    /// [`Error::Unresponsive`](crate::Error::Unresponsive) after at most this plus the
-    /// response timeout.
+    /// [`Error::Unresponsive`](crate::Error::Unresponsive) at most this plus twice the
+    /// response timeout after the server stopped (or its wait limit plus the wait grace
+    /// plus twice the response timeout, if that is sooner).
     pub fn keepalive(mut self, interval: Duration) -> Self {
         self.keepalive = interval.max(Duration::from_millis(1));
         self

@@ -66,7 +66,8 @@ pub enum Error {
     Timeout {
         /// The lock's key.
         key: String,
-        /// The wait limit that ran out.
+        /// How long the acquisition waited (from the call, to the millisecond): the wait
+        /// limit, or more when the server answered late.
         waited: Duration,
     },
     /// The lock was granted, but fewer replicas than
@@ -144,6 +145,13 @@ pub enum Error {
         /// The node the last redirection pointed to, `host:port`.
         to: String,
     },
+    /// A fault of the client itself (one of its tasks ended without an answer): not an I/O
+    /// error, and trying again does not help.
+    #[error("internal error in rlock-client: {detail}")]
+    Internal {
+        /// What went wrong.
+        detail: String,
+    },
     /// Any other error from the `redis` crate or the server (I/O, `WRONGTYPE`, `ERR ...`).
     #[error(transparent)]
     Redis(redis::RedisError),
@@ -190,6 +198,20 @@ impl Error {
         })
     }
 
+    /// `got`, or [`Error::Timeout`] for `key` when a wait that began at `started` ended
+    /// without it.
+    pub(crate) fn timeout_since<T>(
+        got: Option<T>,
+        key: &str,
+        started: tokio::time::Instant,
+    ) -> Result<T> {
+        let waited = started.elapsed();
+        got.ok_or_else(|| Error::Timeout {
+            key: key.to_owned(),
+            waited: Duration::from_millis(waited.as_millis().try_into().unwrap_or(u64::MAX)),
+        })
+    }
+
     /// How many redirections one command follows before it fails with
     /// [`Error::TooManyRedirects`].
     pub const MAX_REDIRECTS: usize = 5;
@@ -226,9 +248,9 @@ impl Error {
 
     /// A failure of the client itself (a background task ended unexpectedly).
     pub(crate) fn internal(what: &str) -> Error {
-        Error::Redis(redis::RedisError::from(std::io::Error::other(
-            what.to_owned(),
-        )))
+        Error::Internal {
+            detail: what.to_owned(),
+        }
     }
 }
 

@@ -83,8 +83,9 @@ impl Lock {
     ///
     /// Cancel-safe: dropping the future leaks no hold.
     pub async fn acquire(&self) -> Result<Guard> {
+        let started = tokio::time::Instant::now();
         let limit = self.options.wait_limit();
-        Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
+        Error::timeout_since(self.run(limit).await?, &self.key, started)
     }
 
     /// Tries to acquire the lock, waiting up to `wait` ([`Duration::ZERO`]: not at all).

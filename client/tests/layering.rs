@@ -17,8 +17,9 @@ const LAYERS: Layers = &[
         &[
             &["error"],
             &[
-                "options", "config", "slots", "info", "commands", "holding", "quorum",
+                "options", "config", "slots", "info", "commands", "holding", "quorum", "pair",
             ],
+            &["releasing", "turns", "per_thread"],
             &["registry"],
         ],
     ),

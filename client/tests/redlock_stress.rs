@@ -128,10 +128,14 @@ async fn stress(n: usize, stopping: bool) {
     eprintln!("seed {seed} (RLOCK_TEST_SEED to replay)");
     let (current, tally) = (Arc::new(Mutex::new(None)), Arc::new(Tally::default()));
     let done = Arc::new(AtomicBool::new(false));
+    // Clients are opened before the servers stop: opening fails within its connect timeout.
+    let mut locks = Vec::new();
+    for _ in 0..TASKS {
+        locks.push(RedLock::new(clients(&servers).await, "job").unwrap());
+    }
     let chaos = stopping.then(|| tokio::spawn(stop_in_turn(servers.clone(), done.clone())));
     let mut tasks = Vec::new();
-    for t in 0..TASKS {
-        let lock = RedLock::new(clients(&servers).await, "job").unwrap();
+    for (t, lock) in (0..).zip(locks) {
         let lock = lock.options(watched(Duration::from_millis(600)));
         let job = contend(
             servers.clone(),
