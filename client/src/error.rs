@@ -185,19 +185,6 @@ pub(crate) fn timed_out(what: &str) -> redis::RedisError {
 }
 
 impl Error {
-    /// `got`, or [`Error::Timeout`] for `key` when a wait of `limit` (`None`: no limit) ended
-    /// without it.
-    pub(crate) fn timeout_if_none<T>(
-        got: Option<T>,
-        key: &str,
-        limit: Option<Duration>,
-    ) -> Result<T> {
-        got.ok_or_else(|| Error::Timeout {
-            key: key.to_owned(),
-            waited: limit.unwrap_or_default(),
-        })
-    }
-
     /// `got`, or [`Error::Timeout`] for `key` when a wait that began at `started` ended
     /// without it.
     pub(crate) fn timeout_since<T>(

@@ -60,7 +60,8 @@ impl MultiLock {
     ///
     /// Cancel-safe: dropping the future releases what was taken (in the background).
     pub async fn acquire(&self) -> Result<MultiGuard> {
-        Error::timeout_if_none(self.run(None).await?, &self.names().join(","), None)
+        let started = tokio::time::Instant::now();
+        Error::timeout_since(self.run(None).await?, &self.names().join(","), started)
     }
 
     /// Takes every member, waiting up to `wait` in all; `Ok(None)` (and nothing held) if

@@ -119,8 +119,8 @@ impl RedLock {
     /// [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout) (or until
     /// the wait limit passed).
     pub async fn acquire(&self) -> Result<RedLockGuard> {
-        let limit = self.options.wait_limit();
-        Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
+        let (limit, started) = (self.options.wait_limit(), tokio::time::Instant::now());
+        Error::timeout_since(self.run(limit).await?, &self.key, started)
     }
 
     /// Tries to acquire the lock on a majority, waiting up to `wait`; `Ok(None)` if it
