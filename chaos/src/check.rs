@@ -86,6 +86,11 @@ fn holding(s: &Section) -> (&str, u64) {
 /// Pairs of sections of one key, of different holdings, both believed held throughout,
 /// whose [begin, end] intervals (the resource's clock) intersect.
 fn overlaps(sections: &[&Section]) -> usize {
+    overlapping(sections).len()
+}
+
+/// The overlapping pairs of [`overlaps`], to show what was found.
+fn overlapping<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> {
     let mut believed: Vec<(u64, u64, &Section)> = sections
         .iter()
         .filter(|s| s.believed)
@@ -93,16 +98,38 @@ fn overlaps(sections: &[&Section]) -> usize {
         .collect();
     believed.sort_by_key(|&(begin, _, _)| begin);
     let mut active: Vec<(u64, &Section)> = Vec::new();
-    let mut found = 0;
+    let mut found = Vec::new();
     for (begin, end, s) in believed {
         active.retain(|&(other_end, _)| other_end > begin);
-        found += active
-            .iter()
-            .filter(|(_, other)| holding(other) != holding(s))
-            .count();
+        let others = active.iter().filter(|(_, other)| holding(other) != holding(s));
+        found.extend(others.map(|&(_, other)| (other, s)));
         active.push((end, s));
     }
     found
+}
+
+/// Every overlapping pair of sections, one line each (for the report).
+pub fn describe_overlaps(events: &[Event]) -> Vec<String> {
+    let sections: Vec<&Section> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Section(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let show = |s: &Section| {
+        let end = s.end.map_or(0, |w| w.stamp_us);
+        format!(
+            "{} owner={} token={} lease={}ms [{}..{}] begin_accepted={}",
+            s.worker, s.owner, s.token, s.lease_ms, s.begin.stamp_us, end, s.begin.accepted
+        )
+    };
+    let by_key = group_by_key(&sections);
+    by_key
+        .iter()
+        .flat_map(|(key, s)| overlapping(s).into_iter().map(move |(a, b)| (key, a, b)))
+        .map(|(key, a, b)| format!("overlap on {key}: {} / {}", show(a), show(b)))
+        .collect()
 }
 
 /// Writes the resource accepted from a token below the highest it had accepted, or equal

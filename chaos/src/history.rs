@@ -58,13 +58,30 @@ pub enum Event {
     Fault { t_us: u64, what: String },
 }
 
-/// The shared history.
+/// The shared history. In a child-process worker it prints each event as a line instead,
+/// at once, so that a killed child loses nothing it recorded.
 #[derive(Debug, Clone, Default)]
-pub struct History(Arc<Mutex<Vec<Event>>>);
+pub struct History {
+    events: Arc<Mutex<Vec<Event>>>,
+    printing: bool,
+}
 
 impl History {
+    pub fn printing() -> History {
+        History { printing: true, ..History::default() }
+    }
+
     pub fn push(&self, event: Event) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+        if self.printing {
+            if let Some(line) = to_line(&event) {
+                use std::io::Write as _;
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            return;
+        }
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
     }
 
     pub fn acquired(&self, worker: &str, ok: bool) {
@@ -77,7 +94,7 @@ impl History {
     }
 
     pub fn events(&self) -> Vec<Event> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

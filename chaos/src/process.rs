@@ -77,10 +77,6 @@ impl Proc {
         proc
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn spawn(&mut self) {
         let log = fs::OpenOptions::new()
             .create(true)
@@ -121,10 +117,6 @@ impl Proc {
 
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
-    }
-
-    pub fn is_up(&self) -> bool {
-        self.child.is_some() && !self.stopped
     }
 
     /// kill -9; the process stays down until [`Proc::restart`].

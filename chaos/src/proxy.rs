@@ -31,7 +31,6 @@ enum Direction {
 /// A proxy listening on `port` that forwards to `127.0.0.1:target`.
 pub struct Proxy {
     pub port: u16,
-    pub target: u16,
     mode: watch::Sender<Mode>,
 }
 
@@ -49,16 +48,13 @@ impl Proxy {
             };
             accept_loop(listener, target, watcher).await;
         });
-        Proxy { port, target, mode }
+        Proxy { port, mode }
     }
 
     pub fn set(&self, mode: Mode) {
         self.mode.send_replace(mode);
     }
 
-    pub fn mode(&self) -> Mode {
-        *self.mode.borrow()
-    }
 }
 
 impl Drop for Proxy {

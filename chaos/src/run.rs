@@ -1,0 +1,170 @@
+//! One run: the deployment, the resource, the workers and the faults for `secs` seconds;
+//! then everything healed, the replicas compared, the logs read, and the history judged.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rlock_client::{Client, ClientOptions};
+use tokio::runtime::Runtime;
+
+use crate::check::{judge, unavailability, Counts};
+use crate::deploy::{poll, Deployment, Topology, MASTER_NAME};
+use crate::faults::Injector;
+use crate::history::{now_us, History};
+use crate::resource::Resource;
+use crate::rng::Rng;
+use crate::workers::child::ChildWorker;
+use crate::workers::raw::Target;
+use crate::workers::{client, raw, redisson, several, Ctx};
+
+pub struct Settings {
+    pub topology: Topology,
+    pub secs: u64,
+    pub seed: u64,
+    pub faults: Vec<String>,
+    pub unsafe_mode: bool,
+}
+
+/// Runs and prints the report; the counts.
+pub fn run(s: &Settings) -> Counts {
+    let runtime = Runtime::new().unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let resource = Resource::start(!s.unsafe_mode);
+    let mut deployment = Deployment::start(s.topology, runtime.handle(), s.unsafe_mode);
+    let history = History::default();
+    let ctx = Arc::new(Ctx {
+        history: history.clone(),
+        resource: resource.clone(),
+        rng: Rng::new(s.seed.wrapping_mul(31).wrapping_add(7)),
+        stop: Default::default(),
+        keys: ["chaos:a", "chaos:b", "chaos:c"].map(str::to_owned).to_vec(),
+        ignore_loss: s.unsafe_mode,
+    });
+    let urls = deployment.urls();
+    let tasks = start_tasks(&runtime, &ctx, &urls, s.topology);
+    let threads = start_threads(&ctx, target(&deployment), s.topology);
+    let mut children: Vec<ChildWorker> = (0..2)
+        .map(|i| ChildWorker::spawn(&format!("child{i}"), &urls[0], &resource, &ctx.keys, s.seed + i, s.unsafe_mode, &history))
+        .collect();
+    inject_faults(s, &mut deployment, &mut children, &history);
+    ctx.stop.store(true, Ordering::Relaxed);
+    deployment.heal();
+    for child in &mut children {
+        child.finish(Duration::from_secs(10));
+    }
+    runtime.block_on(async {
+        let _ = tokio::time::timeout(Duration::from_secs(15), futures_all(tasks)).await;
+    });
+    poll(Duration::from_secs(40), || threads.iter().all(JoinHandle::is_finished));
+    let events = history.events();
+    for line in crate::check::describe_overlaps(&events).iter().take(20) {
+        eprintln!("{line}");
+    }
+    let mut counts = judge(&events);
+    counts.replica_diffs = deployment.replica_diffs();
+    counts.crashes = deployment.crashes();
+    let (p50, max) = unavailability(&events, now_us());
+    println!("unavailability after each fault: p50={p50}ms max={max}ms");
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    counts
+}
+
+async fn futures_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+fn inject_faults(s: &Settings, deployment: &mut Deployment, children: &mut Vec<ChildWorker>, history: &History) {
+    let rng = Rng::new(s.seed);
+    let started = Instant::now();
+    let until = started + Duration::from_secs(s.secs);
+    // The workers warm up before the first fault.
+    std::thread::sleep(Duration::from_secs(2).min(until.saturating_duration_since(Instant::now())));
+    while Instant::now() < until && !s.faults.is_empty() {
+        let kind = rng.pick(&s.faults).clone();
+        let mut injector = Injector { deployment, children, history, rng: &rng };
+        injector.inject(&kind);
+        let _ = deployment.crashes(); // restarts a process that died unasked
+        let gap = rng.millis(500, 2500).min(until.saturating_duration_since(Instant::now()));
+        std::thread::sleep(gap);
+    }
+    std::thread::sleep(until.saturating_duration_since(Instant::now()));
+}
+
+/// How raw and Redisson workers find the lock server: its proxy, or the master's that the
+/// sentinels name.
+fn target(deployment: &Deployment) -> Target {
+    let fixed = deployment.proxies[0].port;
+    if deployment.topology != Topology::Sentinel {
+        return Arc::new(move || Some(fixed));
+    }
+    let sentinels: Vec<u16> = deployment.sentinels.iter().map(|s| s.port).collect();
+    Arc::new(move || {
+        sentinels.iter().find_map(|&port| {
+            let mut conn = crate::process::connect(port).ok()?;
+            let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(MASTER_NAME)
+                .query(&mut conn)
+                .ok()?;
+            reply.map(|(_, p)| p)
+        })
+    })
+}
+
+fn start_tasks(runtime: &Runtime, ctx: &Arc<Ctx>, urls: &[String], topology: Topology) -> Vec<tokio::task::JoinHandle<()>> {
+    let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
+    let clients: Vec<Client> = runtime.block_on(async {
+        let mut clients = Vec::new();
+        for url in urls {
+            clients.push(Client::open_with(url, options).await.unwrap_or_else(|e| panic!("open {url}: {e}")));
+        }
+        clients
+    });
+    let mut tasks = Vec::new();
+    let spawn = |f| runtime.spawn(f);
+    if topology == Topology::Redlock {
+        for i in 0..3 {
+            tasks.push(spawn(Box::pin(several::run_redlock(ctx.clone(), clients.clone(), format!("redlock{i}")))
+                as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>));
+        }
+        for i in 0..2 {
+            tasks.push(spawn(Box::pin(several::run_multilock(ctx.clone(), clients.clone(), format!("multi{i}")))));
+        }
+    }
+    for i in 0..3 {
+        tasks.push(spawn(Box::pin(client::run(ctx.clone(), clients[0].clone(), format!("client{i}")))));
+    }
+    let owner = Arc::new(clients[0].owner());
+    for i in 0..3 {
+        tasks.push(spawn(Box::pin(client::run_owner_task(ctx.clone(), owner.clone(), format!("owner{i}")))));
+    }
+    tasks
+}
+
+fn start_threads(ctx: &Arc<Ctx>, target: Target, topology: Topology) -> Vec<JoinHandle<()>> {
+    let mut threads = Vec::new();
+    for i in 0..2 {
+        let (ctx, target) = (ctx.clone(), target.clone());
+        threads.push(std::thread::spawn(move || raw::run(ctx, target, format!("raw{i}"))));
+    }
+    if topology != Topology::Redlock {
+        for i in 0..2 {
+            let (ctx, target) = (ctx.clone(), target.clone());
+            threads.push(std::thread::spawn(move || redisson::run(ctx, target, format!("redisson{i}"))));
+        }
+    }
+    threads
+}
+
+/// The last line: every safety count.
+pub fn safety_line(s: &Settings, c: &Counts) -> String {
+    format!(
+        "SAFETY topology={} seed={} secs={} acquisitions={} faults={} overlaps={} stale_accepted={} \
+         repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={}",
+        s.topology.name(), s.seed, s.secs, c.acquisitions, c.faults, c.overlaps, c.stale_accepted,
+        c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes
+    )
+}
