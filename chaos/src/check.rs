@@ -59,7 +59,10 @@ pub fn judge(events: &[Event]) -> Counts {
         stale_accepted: sections.iter().map(|s| stale_writes(s)).sum(),
         repeated_tokens: by_key.values().map(|s| repeated(s)).sum(),
         backwards_tokens: by_key.values().map(|s| backwards(s)).sum(),
-        lost_replies: waits.iter().filter(|w| w.replies == 0 && !w.conn_error).count(),
+        lost_replies: waits
+            .iter()
+            .filter(|w| w.replies == 0 && !w.conn_error)
+            .count(),
         double_replies: waits.iter().filter(|w| w.replies > 1).count(),
         replica_diffs: 0,
         crashes: 0,
@@ -101,7 +104,9 @@ fn overlapping<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> 
     let mut found = Vec::new();
     for (begin, end, s) in believed {
         active.retain(|&(other_end, _)| other_end > begin);
-        let others = active.iter().filter(|(_, other)| holding(other) != holding(s));
+        let others = active
+            .iter()
+            .filter(|(_, other)| holding(other) != holding(s));
         found.extend(others.map(|&(_, other)| (other, s)));
         active.push((end, s));
     }
@@ -117,19 +122,33 @@ pub fn describe_overlaps(events: &[Event]) -> Vec<String> {
             _ => None,
         })
         .collect();
-    let show = |s: &Section| {
-        let end = s.end.map_or(0, |w| w.stamp_us);
-        format!(
-            "{} owner={} token={} lease={}ms [{}..{}] begin_accepted={}",
-            s.worker, s.owner, s.token, s.lease_ms, s.begin.stamp_us, end, s.begin.accepted
-        )
-    };
     let by_key = group_by_key(&sections);
-    by_key
+    let mut lines: Vec<String> = by_key
         .iter()
         .flat_map(|(key, s)| overlapping(s).into_iter().map(move |(a, b)| (key, a, b)))
         .map(|(key, a, b)| format!("overlap on {key}: {} / {}", show(a), show(b)))
-        .collect()
+        .collect();
+    for s in sections.iter().filter(|s| stale_writes(s) > 0) {
+        lines.push(format!("stale write accepted on {}: {}", s.key, show(s)));
+    }
+    for (key, s) in &by_key {
+        for (earlier, later) in backwards_pairs(s) {
+            lines.push(format!(
+                "token backwards on {key}: {} then {}",
+                show(earlier),
+                show(later)
+            ));
+        }
+    }
+    lines
+}
+
+fn show(s: &Section) -> String {
+    let end = s.end.map_or(0, |w| w.stamp_us);
+    format!(
+        "{} owner={} token={} lease={}ms [{}..{}] begin_accepted={} believed={}",
+        s.worker, s.owner, s.token, s.lease_ms, s.begin.stamp_us, end, s.begin.accepted, s.believed
+    )
 }
 
 /// Writes the resource accepted from a token below the highest it had accepted, or equal
@@ -161,21 +180,30 @@ fn repeated(sections: &[&Section]) -> usize {
 /// Believed sections whose token is lower than that of a holding of the key that had
 /// already ended (its end write) before they began.
 fn backwards(sections: &[&Section]) -> usize {
+    backwards_pairs(sections).len()
+}
+
+/// The sections of [`backwards`], each with the ended section of the highest token.
+fn backwards_pairs<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> {
     let fenced: Vec<&Section> = sections.iter().copied().filter(|s| s.fenced).collect();
-    let mut ends: Vec<(u64, u64)> = fenced
+    let mut ends: Vec<(u64, &Section)> = fenced
         .iter()
-        .filter_map(|s| Some((s.end?.stamp_us, s.token)))
+        .filter_map(|s| Some((s.end?.stamp_us, *s)))
         .collect();
-    ends.sort_unstable();
+    ends.sort_by_key(|&(end, _)| end);
     let mut begins: Vec<&Section> = fenced.into_iter().filter(|s| s.believed).collect();
     begins.sort_by_key(|s| s.begin.stamp_us);
-    let (mut next, mut highest, mut found) = (0, 0, 0);
+    let (mut next, mut highest, mut found) = (0, None::<&Section>, Vec::new());
     for s in begins {
         while next < ends.len() && ends[next].0 < s.begin.stamp_us {
-            highest = highest.max(ends[next].1);
+            if highest.is_none_or(|h| ends[next].1.token > h.token) {
+                highest = Some(ends[next].1);
+            }
             next += 1;
         }
-        found += usize::from(s.token < highest);
+        if let Some(h) = highest.filter(|h| s.token < h.token) {
+            found.push((h, s));
+        }
     }
     found
 }

@@ -4,7 +4,12 @@ use super::*;
 use crate::history::{Event, Section, Wait, Write};
 
 fn write(stamp_us: u64, max_before: i64, same_holder: bool) -> Write {
-    Write { stamp_us, accepted: true, max_before, same_holder }
+    Write {
+        stamp_us,
+        accepted: true,
+        max_before,
+        same_holder,
+    }
 }
 
 /// A believed, fenced section of `owner` with `token` from `begin` to `end`, whose writes
@@ -40,7 +45,10 @@ fn successive_holdings_with_growing_tokens_are_clean() {
 
 #[test]
 fn two_believed_holders_at_once_are_an_overlap() {
-    let counts = judge_sections(vec![section("a", 10, 100, 200, -1), section("b", 11, 150, 300, 10)]);
+    let counts = judge_sections(vec![
+        section("a", 10, 100, 200, -1),
+        section("b", 11, 150, 300, 10),
+    ]);
     assert_eq!(counts.overlaps, 1);
 }
 
@@ -54,10 +62,16 @@ fn a_holder_that_knew_it_had_lost_is_no_overlap() {
 
 #[test]
 fn reentrant_sections_of_one_holding_are_no_overlap() {
-    let counts = judge_sections(vec![section("a", 10, 100, 300, -1), section("a", 10, 150, 200, 10)]);
+    let counts = judge_sections(vec![
+        section("a", 10, 100, 300, -1),
+        section("a", 10, 150, 200, 10),
+    ]);
     assert_eq!(counts.overlaps, 0);
     // ... but one owner under two tokens is two holdings.
-    let counts = judge_sections(vec![section("a", 10, 100, 300, -1), section("a", 11, 150, 200, 10)]);
+    let counts = judge_sections(vec![
+        section("a", 10, 100, 300, -1),
+        section("a", 11, 150, 200, 10),
+    ]);
     assert_eq!(counts.overlaps, 1);
 }
 
@@ -100,24 +114,50 @@ fn unfenced_sections_count_for_overlaps_only() {
     script.begin.accepted = true;
     let counts = judge_sections(vec![section("a", 10, 100, 200, -1), script]);
     assert_eq!(counts.overlaps, 1);
-    assert_eq!(counts.stale_accepted + counts.backwards_tokens + counts.repeated_tokens, 0);
+    assert_eq!(
+        counts.stale_accepted + counts.backwards_tokens + counts.repeated_tokens,
+        0
+    );
 }
 
 #[test]
 fn waits_need_exactly_one_reply() {
     let wait = |replies, conn_error| {
-        Event::Wait(Wait { worker: "r".into(), key: "k".into(), replies, conn_error })
+        Event::Wait(Wait {
+            worker: "r".into(),
+            key: "k".into(),
+            replies,
+            conn_error,
+        })
     };
-    let events = vec![wait(1, false), wait(0, true), wait(0, false), wait(2, false)];
+    let events = vec![
+        wait(1, false),
+        wait(0, true),
+        wait(0, false),
+        wait(2, false),
+    ];
     let counts = judge(&events);
     assert_eq!((counts.lost_replies, counts.double_replies), (1, 1));
 }
 
 #[test]
 fn unavailability_is_measured_from_each_fault_to_the_next_grant() {
-    let grant = |t_us| Event::Acquire { t_us, ok: true, worker: "w".into() };
-    let fault = |t_us| Event::Fault { t_us, what: "kill".into() };
-    let events = vec![fault(0), grant(5_000), fault(10_000), grant(40_000), fault(50_000)];
+    let grant = |t_us| Event::Acquire {
+        t_us,
+        ok: true,
+        worker: "w".into(),
+    };
+    let fault = |t_us| Event::Fault {
+        t_us,
+        what: "kill".into(),
+    };
+    let events = vec![
+        fault(0),
+        grant(5_000),
+        fault(10_000),
+        grant(40_000),
+        fault(50_000),
+    ];
     // gaps: 5 ms, 30 ms, and the last fault had none until the end (at 60 ms): 10 ms.
     assert_eq!(unavailability(&events, 60_000), (10, 30));
     assert_eq!(judge(&events).acquisitions, 2);

@@ -53,8 +53,20 @@ pub struct Deployment {
 fn server_args(port: u16, proxy: u16, unsafe_mode: bool, topology: Topology) -> Vec<String> {
     let module = module_path().display().to_string();
     let mut args = strings(&["--port", &port.to_string(), "--bind", "127.0.0.1"]);
-    args.extend(strings(&["--loadmodule", &module, "--save", "", "--appendonly", "yes"]));
-    args.extend(strings(&["--appendfsync", "always", "--enable-debug-command", "local"]));
+    args.extend(strings(&[
+        "--loadmodule",
+        &module,
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+    ]));
+    args.extend(strings(&[
+        "--appendfsync",
+        "always",
+        "--enable-debug-command",
+        "local",
+    ]));
     args.extend(strings(&["--replica-announce-ip", "127.0.0.1"]));
     args.extend(strings(&["--replica-announce-port", &proxy.to_string()]));
     args.extend(strings(&["--repl-diskless-sync-delay", "0"]));
@@ -65,7 +77,12 @@ fn server_args(port: u16, proxy: u16, unsafe_mode: bool, topology: Topology) -> 
         let delay = if unsafe_mode { "0" } else { "5000" };
         args.extend(strings(&["--rlock.failover-delay", delay]));
         if !unsafe_mode {
-            args.extend(strings(&["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"]));
+            args.extend(strings(&[
+                "--min-replicas-to-write",
+                "1",
+                "--min-replicas-max-lag",
+                "1",
+            ]));
         }
     }
     args
@@ -82,12 +99,27 @@ impl Deployment {
             let args = server_args(port, proxies[i].port, unsafe_mode, topology);
             let mut all = args.clone();
             if topology == Topology::Sentinel && i > 0 {
-                all.extend(strings(&["--replicaof", "127.0.0.1", &proxies[0].port.to_string()]));
+                all.extend(strings(&[
+                    "--replicaof",
+                    "127.0.0.1",
+                    &proxies[0].port.to_string(),
+                ]));
             }
-            servers.push(Proc::start(&format!("server{i}"), &server_binary(), port, all));
+            servers.push(Proc::start(
+                &format!("server{i}"),
+                &server_binary(),
+                port,
+                all,
+            ));
             base_args.push(args);
         }
-        let mut deployment = Deployment { topology, servers, proxies, sentinels: Vec::new(), base_args };
+        let mut deployment = Deployment {
+            topology,
+            servers,
+            proxies,
+            sentinels: Vec::new(),
+            base_args,
+        };
         if topology == Topology::Sentinel {
             deployment.start_sentinels();
         }
@@ -109,10 +141,17 @@ impl Deployment {
             let path = dir.join("sentinel.conf");
             std::fs::write(&path, conf).unwrap_or_else(|e| panic!("write sentinel.conf: {e}"));
             let args = vec![path.display().to_string()];
-            self.sentinels.push(Proc::start(&format!("sentinel{i}"), "redis-sentinel", port, args));
+            self.sentinels.push(Proc::start(
+                &format!("sentinel{i}"),
+                "redis-sentinel",
+                port,
+                args,
+            ));
         }
         let known = poll(Duration::from_secs(20), || {
-            self.sentinels.iter().all(|s| count(s, "replicas") == 2 && count(s, "sentinels") == 2)
+            self.sentinels
+                .iter()
+                .all(|s| count(s, "replicas") == 2 && count(s, "sentinels") == 2)
         });
         assert!(known, "the sentinels did not discover the deployment");
     }
@@ -120,10 +159,17 @@ impl Deployment {
     /// The URLs clients open: one per lock server, or the sentinels'.
     pub fn urls(&self) -> Vec<String> {
         if self.topology == Topology::Sentinel {
-            let s: Vec<String> = self.sentinels.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
+            let s: Vec<String> = self
+                .sentinels
+                .iter()
+                .map(|s| format!("127.0.0.1:{}", s.port))
+                .collect();
             return vec![format!("redis+sentinel://{}/{MASTER_NAME}", s.join(","))];
         }
-        self.proxies.iter().map(|p| format!("redis://127.0.0.1:{}/", p.port)).collect()
+        self.proxies
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{}/", p.port))
+            .collect()
     }
 
     /// The master as the sentinels name it (a majority), else server 0: its index.
@@ -132,7 +178,9 @@ impl Deployment {
             return Some(0);
         }
         let named: Vec<u16> = self.sentinels.iter().filter_map(named_master).collect();
-        let port = *named.iter().find(|&&p| named.iter().filter(|&&q| q == p).count() >= 2)?;
+        let port = *named
+            .iter()
+            .find(|&&p| named.iter().filter(|&&q| q == p).count() >= 2)?;
         self.proxies.iter().position(|p| p.port == port)
     }
 
@@ -140,8 +188,15 @@ impl Deployment {
     /// the sentinels name, unless that is itself.
     pub fn restart(&mut self, i: usize) {
         let mut args = self.base_args[i].clone();
-        if let Some(m) = self.master().filter(|&m| m != i && self.topology == Topology::Sentinel) {
-            args.extend(strings(&["--replicaof", "127.0.0.1", &self.proxies[m].port.to_string()]));
+        if let Some(m) = self
+            .master()
+            .filter(|&m| m != i && self.topology == Topology::Sentinel)
+        {
+            args.extend(strings(&[
+                "--replicaof",
+                "127.0.0.1",
+                &self.proxies[m].port.to_string(),
+            ]));
         }
         self.servers[i].set_args(args);
         self.servers[i].restart();
@@ -179,18 +234,28 @@ impl Deployment {
             return 0;
         }
         let stable = poll(Duration::from_secs(40), || {
-            self.master().is_some_and(|m| role(&self.servers[m]) == "master" && online(&self.servers[m]) == 2)
+            self.master().is_some_and(|m| {
+                role(&self.servers[m]) == "master" && online(&self.servers[m]) == 2
+            })
         });
         let Some(m) = self.master().filter(|_| stable) else {
             eprintln!("no stable master after the run");
             return self.servers.len() - 1;
         };
         let digest = |p: &Proc| p.cmd::<String>(&["DEBUG", "DIGEST"]);
-        let replicas: Vec<&Proc> = (0..self.servers.len()).filter(|&i| i != m).map(|i| &self.servers[i]).collect();
+        let replicas: Vec<&Proc> = (0..self.servers.len())
+            .filter(|&i| i != m)
+            .map(|i| &self.servers[i])
+            .collect();
         let _ = poll(Duration::from_secs(20), || {
-            replicas.iter().all(|r| digest(r).is_some() && digest(r) == digest(&self.servers[m]))
+            replicas
+                .iter()
+                .all(|r| digest(r).is_some() && digest(r) == digest(&self.servers[m]))
         });
-        let diffs = replicas.iter().filter(|r| digest(r) != digest(&self.servers[m])).count();
+        let diffs = replicas
+            .iter()
+            .filter(|r| digest(r) != digest(&self.servers[m]))
+            .count();
         if diffs > 0 {
             eprintln!("replicas differ from the master {}", self.servers[m].name);
         }
@@ -205,7 +270,8 @@ fn count(sentinel: &Proc, what: &str) -> usize {
 }
 
 fn named_master(sentinel: &Proc) -> Option<u16> {
-    let reply: Option<(String, u16)> = sentinel.cmd(&["SENTINEL", "get-master-addr-by-name", MASTER_NAME])?;
+    let reply: Option<(String, u16)> =
+        sentinel.cmd(&["SENTINEL", "get-master-addr-by-name", MASTER_NAME])?;
     reply.map(|(_, port)| port)
 }
 
@@ -218,7 +284,9 @@ pub fn role(server: &Proc) -> String {
 
 fn online(server: &Proc) -> usize {
     let info: String = server.cmd(&["INFO", "replication"]).unwrap_or_default();
-    info.lines().filter(|l| l.starts_with("slave") && l.contains("state=online")).count()
+    info.lines()
+        .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+        .count()
 }
 
 /// Polls `done` every 50 ms for at most `within`; whether it came true.

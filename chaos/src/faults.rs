@@ -15,8 +15,18 @@ use crate::workers::LEASE;
 
 /// Every fault's name (the `FAULTS` list takes these).
 pub const ALL: &[&str] = &[
-    "kill", "stop", "pause", "partition", "delay", "oneway", "failover", "sentinel-failover",
-    "live-master", "evict", "holder-stop", "holder-kill",
+    "kill",
+    "stop",
+    "pause",
+    "partition",
+    "delay",
+    "oneway",
+    "failover",
+    "sentinel-failover",
+    "live-master",
+    "evict",
+    "holder-stop",
+    "holder-kill",
 ];
 
 /// The faults that make sense in `topology`.
@@ -49,7 +59,11 @@ impl Injector<'_> {
             "partition" => self.proxy(i, Mode::Cut, d),
             "delay" => self.proxy(i, Mode::Delay(self.rng.millis(20, 300)), d),
             "oneway" => {
-                let mode = if self.rng.chance(50) { Mode::StallUp } else { Mode::StallDown };
+                let mode = if self.rng.chance(50) {
+                    Mode::StallUp
+                } else {
+                    Mode::StallDown
+                };
                 self.proxy(i, mode, d)
             }
             "failover" => self.failover(),
@@ -70,7 +84,10 @@ impl Injector<'_> {
     }
 
     fn kill(&mut self, i: usize, d: Duration) -> Option<String> {
-        let what = self.record(format!("kill -9 {} for {d:?}", self.deployment.servers[i].name));
+        let what = self.record(format!(
+            "kill -9 {} for {d:?}",
+            self.deployment.servers[i].name
+        ));
         self.deployment.servers[i].kill();
         std::thread::sleep(d);
         self.deployment.restart(i);
@@ -78,7 +95,10 @@ impl Injector<'_> {
     }
 
     fn stop(&mut self, i: usize, d: Duration) -> Option<String> {
-        let what = self.record(format!("SIGSTOP {} for {d:?}", self.deployment.servers[i].name));
+        let what = self.record(format!(
+            "SIGSTOP {} for {d:?}",
+            self.deployment.servers[i].name
+        ));
         self.deployment.servers[i].stop();
         std::thread::sleep(d);
         self.deployment.servers[i].resume();
@@ -102,7 +122,10 @@ impl Injector<'_> {
     }
 
     fn proxy(&mut self, i: usize, mode: Mode, d: Duration) -> Option<String> {
-        let what = self.record(format!("proxy of {} {mode:?} for {d:?}", self.deployment.servers[i].name));
+        let what = self.record(format!(
+            "proxy of {} {mode:?} for {d:?}",
+            self.deployment.servers[i].name
+        ));
         self.deployment.proxies[i].set(mode);
         std::thread::sleep(d);
         self.deployment.proxies[i].set(Mode::Pass);

@@ -68,7 +68,10 @@ pub struct History {
 
 impl History {
     pub fn printing() -> History {
-        History { printing: true, ..History::default() }
+        History {
+            printing: true,
+            ..History::default()
+        }
     }
 
     pub fn push(&self, event: Event) {
@@ -81,7 +84,10 @@ impl History {
             }
             return;
         }
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event);
     }
 
     pub fn acquired(&self, worker: &str, ok: bool) {
@@ -90,11 +96,17 @@ impl History {
     }
 
     pub fn fault(&self, what: String) {
-        self.push(Event::Fault { t_us: now_us(), what });
+        self.push(Event::Fault {
+            t_us: now_us(),
+            what,
+        });
     }
 
     pub fn events(&self) -> Vec<Event> {
-        self.events.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -167,7 +179,12 @@ mod tests {
 
     #[test]
     fn sections_and_acquisitions_survive_their_lines() {
-        let w = Write { stamp_us: 5, accepted: true, max_before: -1, same_holder: false };
+        let w = Write {
+            stamp_us: 5,
+            accepted: true,
+            max_before: -1,
+            same_holder: false,
+        };
         let s = Section {
             worker: "w1".into(),
             key: "k".into(),
@@ -182,7 +199,11 @@ mod tests {
         for event in [
             Event::Section(s.clone()),
             Event::Section(Section { end: Some(w), ..s }),
-            Event::Acquire { t_us: 9, ok: false, worker: "w2".into() },
+            Event::Acquire {
+                t_us: 9,
+                ok: false,
+                worker: "w2".into(),
+            },
         ] {
             let line = to_line(&event).expect("a line");
             assert_eq!(from_line(&line), Some(event), "{line}");

@@ -31,7 +31,13 @@ struct Args {
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
-    let mut parsed = Args { topology: "mix".into(), secs: 120, seed: 1, faults: "all".into(), unsafe_mode: false };
+    let mut parsed = Args {
+        topology: "mix".into(),
+        secs: 120,
+        seed: 1,
+        faults: "all".into(),
+        unsafe_mode: false,
+    };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().cloned().ok_or(format!("{flag} needs a value"));
@@ -65,11 +71,23 @@ fn settings(a: &Args) -> Result<Vec<Settings>, String> {
             } else {
                 let chosen: Vec<String> = a.faults.split(',').map(str::to_owned).collect();
                 if let Some(bad) = chosen.iter().find(|f| !faults::ALL.contains(&f.as_str())) {
-                    return Err(format!("unknown fault {bad} (known: {})", faults::ALL.join(",")));
+                    return Err(format!(
+                        "unknown fault {bad} (known: {})",
+                        faults::ALL.join(",")
+                    ));
                 }
-                chosen.into_iter().filter(|f| available.contains(&f.as_str())).collect()
+                chosen
+                    .into_iter()
+                    .filter(|f| available.contains(&f.as_str()))
+                    .collect()
             };
-            Ok(Settings { topology, secs, seed: a.seed, faults, unsafe_mode: a.unsafe_mode })
+            Ok(Settings {
+                topology,
+                secs,
+                seed: a.seed,
+                faults,
+                unsafe_mode: a.unsafe_mode,
+            })
         })
         .collect()
 }
@@ -94,7 +112,13 @@ fn main() -> ExitCode {
     };
     let mut violations = 0;
     for s in &runs {
-        eprintln!("== {} for {} s, seed {}, faults {}", s.topology.name(), s.secs, s.seed, s.faults.join(","));
+        eprintln!(
+            "== {} for {} s, seed {}, faults {}",
+            s.topology.name(),
+            s.secs,
+            s.seed,
+            s.faults.join(",")
+        );
         let counts = run::run(s);
         violations += counts.violations();
         println!("{}", run::safety_line(s, &counts));

@@ -83,7 +83,9 @@ impl Proc {
             .append(true)
             .open(self.dir.join("server.log"))
             .unwrap_or_else(|e| panic!("cannot open the log of {}: {e}", self.name));
-        let err = log.try_clone().unwrap_or_else(|e| panic!("log handle: {e}"));
+        let err = log
+            .try_clone()
+            .unwrap_or_else(|e| panic!("log handle: {e}"));
         let child = Command::new(&self.binary)
             .args(&self.args)
             .current_dir(&self.dir)
@@ -108,7 +110,11 @@ impl Proc {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("{} not ready within {READY_WITHIN:?}:\n{}", self.name, self.log());
+        panic!(
+            "{} not ready within {READY_WITHIN:?}:\n{}",
+            self.name,
+            self.log()
+        );
     }
 
     fn ping(&self) -> bool {
@@ -171,7 +177,12 @@ impl Proc {
     /// Lines of the log that say the server crashed or failed an assertion.
     pub fn crash_lines(&self) -> usize {
         let log = self.log();
-        let marks = ["REDIS BUG REPORT", "VALKEY BUG REPORT", "ASSERTION", "Guru Meditation"];
+        let marks = [
+            "REDIS BUG REPORT",
+            "VALKEY BUG REPORT",
+            "ASSERTION",
+            "Guru Meditation",
+        ];
         log.lines()
             .filter(|l| marks.iter().any(|m| l.contains(m)))
             .count()

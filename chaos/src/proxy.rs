@@ -54,7 +54,6 @@ impl Proxy {
     pub fn set(&self, mode: Mode) {
         self.mode.send_replace(mode);
     }
-
 }
 
 impl Drop for Proxy {

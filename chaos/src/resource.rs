@@ -47,7 +47,14 @@ pub struct Stamp<'a> {
 impl Resource {
     pub fn start(enforce: bool) -> Arc<Resource> {
         let port = free_port();
-        let args = ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""];
+        let args = [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ];
         let proc = Proc::start("resource", &server_binary(), port, strings(&args));
         Arc::new(Resource {
             port,

@@ -17,7 +17,9 @@ impl Rng {
     }
 
     pub fn next(&self) -> u64 {
-        let s = self.state.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+        let s = self
+            .state
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
         let mut z = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

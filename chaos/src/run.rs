@@ -38,14 +38,29 @@ pub fn run(s: &Settings) -> Counts {
         resource: resource.clone(),
         rng: Rng::new(s.seed.wrapping_mul(31).wrapping_add(7)),
         stop: Default::default(),
-        keys: ["chaos:a", "chaos:b", "chaos:c"].map(str::to_owned).to_vec(),
+        keys: ["chaos:a", "chaos:b", "chaos:c"]
+            .map(str::to_owned)
+            .to_vec(),
         ignore_loss: s.unsafe_mode,
     });
     let urls = deployment.urls();
     let tasks = start_tasks(&runtime, &ctx, &urls, s.topology);
-    let threads = start_threads(&ctx, target(&deployment), s.topology);
+    // Scripts do not wait out the failover delay: Redisson-style workers share keys with
+    // the others only where no replica is promoted (and in the unsafe switch).
+    let scripts = s.topology == Topology::Single || s.unsafe_mode;
+    let threads = start_threads(&ctx, target(&deployment), s.topology, scripts);
     let mut children: Vec<ChildWorker> = (0..2)
-        .map(|i| ChildWorker::spawn(&format!("child{i}"), &urls[0], &resource, &ctx.keys, s.seed + i, s.unsafe_mode, &history))
+        .map(|i| {
+            ChildWorker::spawn(
+                &format!("child{i}"),
+                &urls[0],
+                &resource,
+                &ctx.keys,
+                s.seed + i,
+                s.unsafe_mode,
+                &history,
+            )
+        })
         .collect();
     inject_faults(s, &mut deployment, &mut children, &history);
     ctx.stop.store(true, Ordering::Relaxed);
@@ -56,9 +71,11 @@ pub fn run(s: &Settings) -> Counts {
     runtime.block_on(async {
         let _ = tokio::time::timeout(Duration::from_secs(15), futures_all(tasks)).await;
     });
-    poll(Duration::from_secs(40), || threads.iter().all(JoinHandle::is_finished));
+    poll(Duration::from_secs(40), || {
+        threads.iter().all(JoinHandle::is_finished)
+    });
     let events = history.events();
-    for line in crate::check::describe_overlaps(&events).iter().take(20) {
+    for line in crate::check::describe_overlaps(&events).iter().take(30) {
         eprintln!("{line}");
     }
     let mut counts = judge(&events);
@@ -76,7 +93,12 @@ async fn futures_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
     }
 }
 
-fn inject_faults(s: &Settings, deployment: &mut Deployment, children: &mut Vec<ChildWorker>, history: &History) {
+fn inject_faults(
+    s: &Settings,
+    deployment: &mut Deployment,
+    children: &mut Vec<ChildWorker>,
+    history: &History,
+) {
     let rng = Rng::new(s.seed);
     let started = Instant::now();
     let until = started + Duration::from_secs(s.secs);
@@ -84,10 +106,17 @@ fn inject_faults(s: &Settings, deployment: &mut Deployment, children: &mut Vec<C
     std::thread::sleep(Duration::from_secs(2).min(until.saturating_duration_since(Instant::now())));
     while Instant::now() < until && !s.faults.is_empty() {
         let kind = rng.pick(&s.faults).clone();
-        let mut injector = Injector { deployment, children, history, rng: &rng };
+        let mut injector = Injector {
+            deployment,
+            children,
+            history,
+            rng: &rng,
+        };
         injector.inject(&kind);
         let _ = deployment.crashes(); // restarts a process that died unasked
-        let gap = rng.millis(500, 2500).min(until.saturating_duration_since(Instant::now()));
+        let gap = rng
+            .millis(500, 2500)
+            .min(until.saturating_duration_since(Instant::now()));
         std::thread::sleep(gap);
     }
     std::thread::sleep(until.saturating_duration_since(Instant::now()));
@@ -114,12 +143,21 @@ fn target(deployment: &Deployment) -> Target {
     })
 }
 
-fn start_tasks(runtime: &Runtime, ctx: &Arc<Ctx>, urls: &[String], topology: Topology) -> Vec<tokio::task::JoinHandle<()>> {
+fn start_tasks(
+    runtime: &Runtime,
+    ctx: &Arc<Ctx>,
+    urls: &[String],
+    topology: Topology,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
     let clients: Vec<Client> = runtime.block_on(async {
         let mut clients = Vec::new();
         for url in urls {
-            clients.push(Client::open_with(url, options).await.unwrap_or_else(|e| panic!("open {url}: {e}")));
+            clients.push(
+                Client::open_with(url, options)
+                    .await
+                    .unwrap_or_else(|e| panic!("open {url}: {e}")),
+            );
         }
         clients
     });
@@ -127,33 +165,58 @@ fn start_tasks(runtime: &Runtime, ctx: &Arc<Ctx>, urls: &[String], topology: Top
     let spawn = |f| runtime.spawn(f);
     if topology == Topology::Redlock {
         for i in 0..3 {
-            tasks.push(spawn(Box::pin(several::run_redlock(ctx.clone(), clients.clone(), format!("redlock{i}")))
+            tasks.push(spawn(Box::pin(several::run_redlock(
+                ctx.clone(),
+                clients.clone(),
+                format!("redlock{i}"),
+            ))
                 as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>));
         }
         for i in 0..2 {
-            tasks.push(spawn(Box::pin(several::run_multilock(ctx.clone(), clients.clone(), format!("multi{i}")))));
+            tasks.push(spawn(Box::pin(several::run_multilock(
+                ctx.clone(),
+                clients.clone(),
+                format!("multi{i}"),
+            ))));
         }
     }
     for i in 0..3 {
-        tasks.push(spawn(Box::pin(client::run(ctx.clone(), clients[0].clone(), format!("client{i}")))));
+        tasks.push(spawn(Box::pin(client::run(
+            ctx.clone(),
+            clients[0].clone(),
+            format!("client{i}"),
+        ))));
     }
     let owner = Arc::new(clients[0].owner());
     for i in 0..3 {
-        tasks.push(spawn(Box::pin(client::run_owner_task(ctx.clone(), owner.clone(), format!("owner{i}")))));
+        tasks.push(spawn(Box::pin(client::run_owner_task(
+            ctx.clone(),
+            owner.clone(),
+            format!("owner{i}"),
+        ))));
     }
     tasks
 }
 
-fn start_threads(ctx: &Arc<Ctx>, target: Target, topology: Topology) -> Vec<JoinHandle<()>> {
+fn start_threads(
+    ctx: &Arc<Ctx>,
+    target: Target,
+    topology: Topology,
+    scripts: bool,
+) -> Vec<JoinHandle<()>> {
     let mut threads = Vec::new();
     for i in 0..2 {
         let (ctx, target) = (ctx.clone(), target.clone());
-        threads.push(std::thread::spawn(move || raw::run(ctx, target, format!("raw{i}"))));
+        threads.push(std::thread::spawn(move || {
+            raw::run(ctx, target, format!("raw{i}"))
+        }));
     }
-    if topology != Topology::Redlock {
+    if scripts && topology != Topology::Redlock {
         for i in 0..2 {
             let (ctx, target) = (ctx.clone(), target.clone());
-            threads.push(std::thread::spawn(move || redisson::run(ctx, target, format!("redisson{i}"))));
+            threads.push(std::thread::spawn(move || {
+                redisson::run(ctx, target, format!("redisson{i}"))
+            }));
         }
     }
     threads

@@ -27,7 +27,15 @@ pub struct ChildWorker {
 
 impl ChildWorker {
     /// `url`: the lock server's; the child writes to the resource on `resource` port.
-    pub fn spawn(name: &str, url: &str, resource: &Resource, keys: &[String], seed: u64, ignore: bool, history: &History) -> ChildWorker {
+    pub fn spawn(
+        name: &str,
+        url: &str,
+        resource: &Resource,
+        keys: &[String],
+        seed: u64,
+        ignore: bool,
+        history: &History,
+    ) -> ChildWorker {
         let args = vec![
             "worker".to_owned(),
             url.to_owned(),
@@ -38,7 +46,12 @@ impl ChildWorker {
             u8::from(ignore).to_string(),
             name.to_owned(),
         ];
-        let mut worker = ChildWorker { name: name.to_owned(), args, child: None, history: history.clone() };
+        let mut worker = ChildWorker {
+            name: name.to_owned(),
+            args,
+            child: None,
+            history: history.clone(),
+        };
         worker.start();
         worker
     }
@@ -80,7 +93,9 @@ impl ChildWorker {
 
     /// Asks the child to stop (closes its stdin) and waits for it, at most `within`.
     pub fn finish(&mut self, within: Duration) {
-        let Some(mut child) = self.child.take() else { return };
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         if let Some(pid) = self.pid().or(Some(child.id())) {
             signal("CONT", pid);
         }
@@ -141,7 +156,13 @@ async fn serve(ctx: Arc<Ctx>, url: String, name: String) {
         }
     };
     let tasks: Vec<_> = (0..2)
-        .map(|i| tokio::spawn(super::client::run(ctx.clone(), client.clone(), format!("{name}.{i}"))))
+        .map(|i| {
+            tokio::spawn(super::client::run(
+                ctx.clone(),
+                client.clone(),
+                format!("{name}.{i}"),
+            ))
+        })
         .collect();
     for task in tasks {
         let _ = task.await;

@@ -48,7 +48,8 @@ pub async fn section(
         None
     };
     let believed = ctx.ignore_loss || !is_lost();
-    ctx.history.push(Event::Section(draft.finish(begin, end, believed)));
+    ctx.history
+        .push(Event::Section(draft.finish(begin, end, believed)));
 }
 
 fn draft(name: &str, guard: &Guard) -> Draft {
@@ -109,7 +110,12 @@ async fn failed(ctx: &Ctx, name: &str) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-async fn with_lock(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, lock: rlock_client::Lock) {
+async fn with_lock(
+    ctx: &Ctx,
+    conn: &mut MultiplexedConnection,
+    name: &str,
+    lock: rlock_client::Lock,
+) {
     let done = lock
         .with_lock(|held| async move {
             ctx.history.acquired(name, true);

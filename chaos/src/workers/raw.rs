@@ -28,7 +28,9 @@ pub type Target = Arc<dyn Fn() -> Option<u16> + Send + Sync>;
 
 fn open(port: u16) -> Option<redis::Connection> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
-    client.get_connection_with_timeout(Duration::from_secs(1)).ok()
+    client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .ok()
 }
 
 /// A connection to the resource, retried until the run stops.
@@ -45,7 +47,12 @@ pub fn resource_conn(ctx: &Ctx) -> Option<redis::Connection> {
 /// Writes begin, works, writes end, as the async workers do.
 pub fn section(ctx: &Ctx, res: &mut redis::Connection, draft: Draft, deadline: Instant) {
     let lost = || Instant::now() >= deadline;
-    let s = Stamp { key: &draft.key, owner: &draft.owner, token: draft.token, fenced: draft.fenced };
+    let s = Stamp {
+        key: &draft.key,
+        owner: &draft.owner,
+        token: draft.token,
+        fenced: draft.fenced,
+    };
     let Some(begin) = ctx.resource.write_sync(res, &s) else {
         return;
     };
@@ -56,7 +63,8 @@ pub fn section(ctx: &Ctx, res: &mut redis::Connection, draft: Draft, deadline: I
         None
     };
     let believed = ctx.ignore_loss || !lost();
-    ctx.history.push(Event::Section(draft.finish(begin, end, believed)));
+    ctx.history
+        .push(Event::Section(draft.finish(begin, end, believed)));
 }
 
 /// One worker thread until the run stops.
@@ -89,8 +97,16 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
                         lease_ms: LEASE.as_millis() as u64,
                     };
                     section(&ctx, &mut res, draft, sent + LEASE - MARGIN);
-                    let release = redis::cmd("LOCK.RELEASE").arg(&key).arg(&owner).arg("TOKEN").arg(token).exec(&mut conn);
-                    if release.as_ref().is_err_and(|e| e.is_io_error() || e.is_timeout()) {
+                    let release = redis::cmd("LOCK.RELEASE")
+                        .arg(&key)
+                        .arg(&owner)
+                        .arg("TOKEN")
+                        .arg(token)
+                        .exec(&mut conn);
+                    if release
+                        .as_ref()
+                        .is_err_and(|e| e.is_io_error() || e.is_timeout())
+                    {
                         break;
                     }
                 }
@@ -116,10 +132,18 @@ fn acquire(
     wait: Duration,
     name: &str,
 ) -> (Outcome, Wait) {
-    let mut event = Wait { worker: name.to_owned(), key: key.to_owned(), replies: 0, conn_error: false };
+    let mut event = Wait {
+        worker: name.to_owned(),
+        key: key.to_owned(),
+        replies: 0,
+        conn_error: false,
+    };
     let _ = conn.set_read_timeout(Some(wait + REPLY_SLACK));
     let mut cmd = redis::cmd("LOCK.ACQUIRE");
-    cmd.arg(key).arg(owner).arg("LEASE").arg(LEASE.as_millis() as u64);
+    cmd.arg(key)
+        .arg(owner)
+        .arg("LEASE")
+        .arg(LEASE.as_millis() as u64);
     cmd.arg("WAIT").arg(wait.as_millis() as u64);
     let outcome = match cmd.query::<Value>(conn) {
         Ok(Value::Int(token)) => Outcome::Granted(token as u64),

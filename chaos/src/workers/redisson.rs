@@ -14,18 +14,29 @@ const CHANNEL_PREFIX: &str = "redisson_lock__channel";
 
 fn open(port: u16) -> Option<redis::Connection> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).ok()?;
-    let conn = client.get_connection_with_timeout(Duration::from_secs(1)).ok()?;
+    let conn = client
+        .get_connection_with_timeout(Duration::from_secs(1))
+        .ok()?;
     conn.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     Some(conn)
 }
 
 /// Tries the lock until `wait` runs out; the send time of the attempt that took it.
-fn take(conn: &mut redis::Connection, key: &str, owner: &str, wait: Duration) -> redis::RedisResult<Option<Instant>> {
+fn take(
+    conn: &mut redis::Connection,
+    key: &str,
+    owner: &str,
+    wait: Duration,
+) -> redis::RedisResult<Option<Instant>> {
     let script = redis::Script::new(TRY_LOCK);
     let until = Instant::now() + wait;
     loop {
         let sent = Instant::now();
-        let pttl: Option<i64> = script.key(key).arg(LEASE.as_millis() as u64).arg(owner).invoke(conn)?;
+        let pttl: Option<i64> = script
+            .key(key)
+            .arg(LEASE.as_millis() as u64)
+            .arg(owner)
+            .invoke(conn)?;
         let Some(pttl) = pttl else {
             return Ok(Some(sent));
         };
@@ -69,8 +80,13 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
             };
             section(&ctx, &mut res, draft, sent + LEASE);
             let channel = format!("{CHANNEL_PREFIX}:{{{key}}}");
-            let released: redis::RedisResult<Option<i64>> =
-                unlock.key(&key).key(channel).arg(0).arg(LEASE.as_millis() as u64).arg(&owner).invoke(&mut conn);
+            let released: redis::RedisResult<Option<i64>> = unlock
+                .key(&key)
+                .key(channel)
+                .arg(0)
+                .arg(LEASE.as_millis() as u64)
+                .arg(&owner)
+                .invoke(&mut conn);
             if released.is_err() {
                 break;
             }

@@ -34,7 +34,11 @@ pub async fn run_redlock(ctx: Arc<Ctx>, clients: Vec<Client>, name: String) {
                 _ => None,
             }
         } else {
-            redlock.try_acquire(ctx.rng.millis(0, 2000)).await.ok().flatten()
+            redlock
+                .try_acquire(ctx.rng.millis(0, 2000))
+                .await
+                .ok()
+                .flatten()
         };
         let Some(guard) = got else {
             ctx.history.acquired(&name, false);
