@@ -13,6 +13,7 @@ mod proxy;
 mod resource;
 mod rng;
 mod run;
+mod sentinel;
 mod workers;
 
 use std::process::ExitCode;

@@ -159,9 +159,15 @@ fn acquire(
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
     match redis::cmd("PING").query::<Value>(conn) {
         Ok(Value::SimpleString(s)) if s == "PONG" => {}
-        Ok(_) => event.replies = 2,
-        Err(e) if e.is_io_error() || e.is_timeout() => event.conn_error = true,
-        Err(_) => event.replies = 2,
+        Ok(second) => {
+            eprintln!("{name}: LOCK.ACQUIRE {key} got a second reply: {second:?}");
+            event.replies = 2;
+        }
+        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+            event.conn_error = true
+        }
+        // The server refused the PING itself (LOADING after a restart, ...).
+        Err(e) => eprintln!("{name}: PING after LOCK.ACQUIRE {key}: {e}"),
     }
     (outcome, event)
 }
