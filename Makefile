@@ -84,11 +84,13 @@ SECS ?= 120
 SEED ?= 1
 TOPOLOGY ?= mix
 FAULTS ?= all
+WORKERS ?= all
 UNSAFE ?= 0
 
 chaos: deps build ## Run rlock under seeded faults and check the history (docs/chaos.md)
 	RLOCK_MODULE=$(MODULE) $(CARGO) run --release -p rlock-chaos -- --secs $(SECS) \
-		--seed $(SEED) --topology $(TOPOLOGY) --faults $(FAULTS) $(if $(filter 1,$(UNSAFE)),--unsafe)
+		--seed $(SEED) --topology $(TOPOLOGY) --faults $(FAULTS) --workers $(WORKERS) \
+		$(if $(filter 1,$(UNSAFE)),--unsafe)
 
 lint: ## Check formatting and run clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

@@ -2,9 +2,10 @@
 //! client saw, and judges the history (see docs/chaos.md).
 //!
 //! `rlock-chaos [--topology single|sentinel|redlock|mix] [--secs N] [--seed N]
-//! [--faults kill,stop,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
+//! [--faults kill,stop,...|all|none] [--workers client,owner,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
 
 mod check;
+mod crew;
 mod deploy;
 mod faults;
 mod history;
@@ -28,6 +29,7 @@ struct Args {
     secs: u64,
     seed: u64,
     faults: String,
+    workers: String,
     unsafe_mode: bool,
 }
 
@@ -37,6 +39,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         secs: 120,
         seed: 1,
         faults: "all".into(),
+        workers: "all".into(),
         unsafe_mode: false,
     };
     let mut it = args.iter();
@@ -47,6 +50,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--secs" => parsed.secs = value()?.parse().map_err(|_| "--secs: a number")?,
             "--seed" => parsed.seed = value()?.parse().map_err(|_| "--seed: a number")?,
             "--faults" => parsed.faults = value()?,
+            "--workers" => parsed.workers = value()?,
             "--unsafe" => parsed.unsafe_mode = true,
             other => return Err(format!("unknown argument {other}")),
         }
@@ -82,12 +86,26 @@ fn settings(a: &Args) -> Result<Vec<Settings>, String> {
                     .filter(|f| available.contains(&f.as_str()))
                     .collect()
             };
+            let workers = match a.workers.as_str() {
+                "all" => crew::default_kinds(topology, a.unsafe_mode),
+                list => {
+                    let chosen: Vec<String> = list.split(',').map(str::to_owned).collect();
+                    if let Some(bad) = chosen.iter().find(|w| !crew::KINDS.contains(&w.as_str())) {
+                        return Err(format!(
+                            "unknown worker {bad} (known: {})",
+                            crew::KINDS.join(",")
+                        ));
+                    }
+                    chosen
+                }
+            };
             Ok(Settings {
                 topology,
                 secs,
                 seed: a.seed,
                 faults,
                 unsafe_mode: a.unsafe_mode,
+                workers,
             })
         })
         .collect()
@@ -113,6 +131,7 @@ fn main() -> ExitCode {
     };
     let mut violations = 0;
     for s in &runs {
+        eprintln!("== workers {}", s.workers.join(","));
         eprintln!(
             "== {} for {} s, seed {}, faults {}",
             s.topology.name(),

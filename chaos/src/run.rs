@@ -6,18 +6,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rlock_client::{Client, ClientOptions};
 use tokio::runtime::Runtime;
 
 use crate::check::{judge, unavailability, Counts};
-use crate::deploy::{poll, Deployment, Topology, MASTER_NAME};
+use crate::deploy::{poll, Deployment, Topology};
 use crate::faults::Injector;
 use crate::history::{now_us, History};
 use crate::resource::Resource;
 use crate::rng::Rng;
 use crate::workers::child::ChildWorker;
-use crate::workers::raw::Target;
-use crate::workers::{client, raw, redisson, several, Ctx};
+use crate::workers::Ctx;
 
 pub struct Settings {
     pub topology: Topology,
@@ -25,6 +23,8 @@ pub struct Settings {
     pub seed: u64,
     pub faults: Vec<String>,
     pub unsafe_mode: bool,
+    /// The kinds of workers (see `crew::KINDS`).
+    pub workers: Vec<String>,
 }
 
 /// Runs and prints the report; the counts.
@@ -43,25 +43,8 @@ pub fn run(s: &Settings) -> Counts {
             .to_vec(),
         ignore_loss: s.unsafe_mode,
     });
-    let urls = deployment.urls();
-    let tasks = start_tasks(&runtime, &ctx, &urls, s.topology);
-    // Scripts do not wait out the failover delay: Redisson-style workers share keys with
-    // the others only where no replica is promoted (and in the unsafe switch).
-    let scripts = s.topology == Topology::Single || s.unsafe_mode;
-    let threads = start_threads(&ctx, target(&deployment), s.topology, scripts);
-    let mut children: Vec<ChildWorker> = (0..2)
-        .map(|i| {
-            ChildWorker::spawn(
-                &format!("child{i}"),
-                &urls[0],
-                &resource,
-                &ctx.keys,
-                s.seed + i,
-                s.unsafe_mode,
-                &history,
-            )
-        })
-        .collect();
+    let crew = crate::crew::start(&runtime, &ctx, &deployment, &s.workers, s.seed);
+    let (tasks, threads, mut children) = (crew.tasks, crew.threads, crew.children);
     inject_faults(s, &mut deployment, &mut children, &history);
     ctx.stop.store(true, Ordering::Relaxed);
     deployment.heal();
@@ -120,106 +103,6 @@ fn inject_faults(
         std::thread::sleep(gap);
     }
     std::thread::sleep(until.saturating_duration_since(Instant::now()));
-}
-
-/// How raw and Redisson workers find the lock server: its proxy, or the master's that the
-/// sentinels name.
-fn target(deployment: &Deployment) -> Target {
-    let fixed = deployment.proxies[0].port;
-    if deployment.topology != Topology::Sentinel {
-        return Arc::new(move || Some(fixed));
-    }
-    let sentinels: Vec<u16> = deployment.sentinels.iter().map(|s| s.port).collect();
-    Arc::new(move || {
-        sentinels.iter().find_map(|&port| {
-            let mut conn = crate::process::connect(port).ok()?;
-            let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
-                .arg("get-master-addr-by-name")
-                .arg(MASTER_NAME)
-                .query(&mut conn)
-                .ok()?;
-            reply.map(|(_, p)| p)
-        })
-    })
-}
-
-fn start_tasks(
-    runtime: &Runtime,
-    ctx: &Arc<Ctx>,
-    urls: &[String],
-    topology: Topology,
-) -> Vec<tokio::task::JoinHandle<()>> {
-    let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
-    let clients: Vec<Client> = runtime.block_on(async {
-        let mut clients = Vec::new();
-        for url in urls {
-            clients.push(
-                Client::open_with(url, options)
-                    .await
-                    .unwrap_or_else(|e| panic!("open {url}: {e}")),
-            );
-        }
-        clients
-    });
-    let mut tasks = Vec::new();
-    let spawn = |f| runtime.spawn(f);
-    if topology == Topology::Redlock {
-        for i in 0..3 {
-            tasks.push(spawn(Box::pin(several::run_redlock(
-                ctx.clone(),
-                clients.clone(),
-                format!("redlock{i}"),
-            ))
-                as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>));
-        }
-        for i in 0..2 {
-            tasks.push(spawn(Box::pin(several::run_multilock(
-                ctx.clone(),
-                clients.clone(),
-                format!("multi{i}"),
-            ))));
-        }
-    }
-    for i in 0..3 {
-        tasks.push(spawn(Box::pin(client::run(
-            ctx.clone(),
-            clients[0].clone(),
-            format!("client{i}"),
-        ))));
-    }
-    let owner = Arc::new(clients[0].owner());
-    for i in 0..3 {
-        tasks.push(spawn(Box::pin(client::run_owner_task(
-            ctx.clone(),
-            owner.clone(),
-            format!("owner{i}"),
-        ))));
-    }
-    tasks
-}
-
-fn start_threads(
-    ctx: &Arc<Ctx>,
-    target: Target,
-    topology: Topology,
-    scripts: bool,
-) -> Vec<JoinHandle<()>> {
-    let mut threads = Vec::new();
-    for i in 0..2 {
-        let (ctx, target) = (ctx.clone(), target.clone());
-        threads.push(std::thread::spawn(move || {
-            raw::run(ctx, target, format!("raw{i}"))
-        }));
-    }
-    if scripts && topology != Topology::Redlock {
-        for i in 0..2 {
-            let (ctx, target) = (ctx.clone(), target.clone());
-            threads.push(std::thread::spawn(move || {
-                redisson::run(ctx, target, format!("redisson{i}"))
-            }));
-        }
-    }
-    threads
 }
 
 /// The last line: every safety count.

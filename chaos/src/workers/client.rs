@@ -135,7 +135,8 @@ async fn with_lock(
     }
 }
 
-/// Tasks sharing one owner: each acquires (cancelled at random, often within a few ms),
+/// Tasks sharing one owner: each acquires (cancelled at random, often within a few ms, or
+/// without waiting),
 /// holds through a section, and releases; their holdings of one key are reentries.
 pub async fn run_owner_task(ctx: Arc<Ctx>, owner: Arc<Owner>, name: String) {
     let Some(mut conn) = resource_conn(&ctx).await else {
@@ -148,11 +149,26 @@ pub async fn run_owner_task(ctx: Arc<Ctx>, owner: Arc<Owner>, name: String) {
         } else {
             lock = lock.options(LockOptions::new().lease(LEASE).watchdog(true));
         }
-        let cancel_after = ctx.rng.millis(1, 60);
-        match tokio::time::timeout(cancel_after, lock.acquire()).await {
-            Ok(Ok(guard)) => hold(&ctx, &mut conn, &name, guard).await,
-            Ok(Err(_)) => failed(&ctx, &name).await,
-            Err(_) => {}
+        // Half the waits are cancelled within 0.2-3 ms, while their grant may be crossing.
+        let cancel_after = if ctx.rng.chance(50) {
+            Duration::from_micros(ctx.rng.range(200, 3000))
+        } else {
+            ctx.rng.millis(1, 60)
+        };
+        let got = if ctx.rng.chance(20) {
+            lock.try_acquire(Duration::ZERO)
+                .await
+                .map_err(|_| ())
+                .and_then(|g| g.ok_or(()))
+        } else {
+            match tokio::time::timeout(cancel_after, lock.acquire()).await {
+                Ok(got) => got.map_err(|_| ()),
+                Err(_) => continue,
+            }
+        };
+        match got {
+            Ok(guard) => hold(&ctx, &mut conn, &name, guard).await,
+            Err(()) => failed(&ctx, &name).await,
         }
     }
 }
