@@ -21,15 +21,17 @@ pub const KINDS: &[&str] = &[
     "client", "owner", "child", "raw", "redisson", "redlock", "multi",
 ];
 
-/// The kinds `all` means: RedLock and MultiLock need several servers; scripts do not wait
+/// The kinds `all` means: RedLock and MultiLock need several servers; raw clients do not
+/// follow a cluster's redirections; scripts do not wait
 /// out the failover delay, so Redisson-style workers share keys with the others only where
 /// no replica is promoted (and in the unsafe switch).
 pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
     let fits = |k: &&&str| match **k {
         "redlock" | "multi" => topology == Topology::Redlock,
         "redisson" => {
-            topology == Topology::Single || (unsafe_mode && topology != Topology::Redlock)
+            topology == Topology::Single || (unsafe_mode && topology == Topology::Sentinel)
         }
+        "raw" => topology != Topology::Cluster,
         _ => true,
     };
     KINDS.iter().filter(fits).map(|k| k.to_string()).collect()

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 
-use crate::process::{free_port, module_path, server_binary, Proc};
+use crate::cluster::{node_args, node_port};
+use crate::process::{module_path, server_binary, Proc};
 use crate::proxy::{Mode, Proxy};
 use crate::resource::strings;
 use crate::sentinel::named_master;
@@ -21,6 +22,7 @@ pub enum Topology {
     Single,
     Sentinel,
     Redlock,
+    Cluster,
 }
 
 impl Topology {
@@ -29,6 +31,7 @@ impl Topology {
             "single" => Some(Topology::Single),
             "sentinel" => Some(Topology::Sentinel),
             "redlock" => Some(Topology::Redlock),
+            "cluster" => Some(Topology::Cluster),
             _ => None,
         }
     }
@@ -38,6 +41,7 @@ impl Topology {
             Topology::Single => "single",
             Topology::Sentinel => "sentinel",
             Topology::Redlock => "redlock",
+            Topology::Cluster => "cluster",
         }
     }
 }
@@ -74,7 +78,7 @@ fn server_args(port: u16, proxy: u16, unsafe_mode: bool, topology: Topology) -> 
     if unsafe_mode {
         args.extend(strings(&["--maxmemory-policy", "volatile-ttl"]));
     }
-    if topology == Topology::Sentinel {
+    if matches!(topology, Topology::Sentinel | Topology::Cluster) {
         let delay = if unsafe_mode { "0" } else { "5000" };
         args.extend(strings(&["--rlock.failover-delay", delay]));
         if !unsafe_mode {
@@ -91,13 +95,20 @@ fn server_args(port: u16, proxy: u16, unsafe_mode: bool, topology: Topology) -> 
 
 impl Deployment {
     pub fn start(topology: Topology, runtime: &Handle, unsafe_mode: bool) -> Deployment {
-        let count = if topology == Topology::Single { 1 } else { 3 };
-        let ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
+        let count = match topology {
+            Topology::Single => 1,
+            Topology::Sentinel | Topology::Redlock => 3,
+            Topology::Cluster => 6,
+        };
+        let ports: Vec<u16> = (0..count).map(|_| node_port()).collect();
         let proxies: Vec<Proxy> = ports.iter().map(|&p| Proxy::start(runtime, p)).collect();
         let mut base_args = Vec::new();
         let mut servers = Vec::new();
         for (i, &port) in ports.iter().enumerate() {
-            let args = server_args(port, proxies[i].port, unsafe_mode, topology);
+            let mut args = server_args(port, proxies[i].port, unsafe_mode, topology);
+            if topology == Topology::Cluster {
+                args.extend(node_args(port, proxies[i].port));
+            }
             let mut all = args.clone();
             if topology == Topology::Sentinel && i > 0 {
                 all.extend(strings(&[
@@ -124,6 +135,9 @@ impl Deployment {
         if topology == Topology::Sentinel {
             deployment.start_sentinels();
         }
+        if topology == Topology::Cluster {
+            deployment.create_cluster();
+        }
         deployment
     }
 
@@ -137,7 +151,12 @@ impl Deployment {
                 .collect();
             return vec![format!("redis+sentinel://{}/{MASTER_NAME}", s.join(","))];
         }
-        self.proxies
+        let servers = if self.topology == Topology::Cluster {
+            1
+        } else {
+            self.proxies.len()
+        };
+        self.proxies[..servers]
             .iter()
             .map(|p| format!("redis://127.0.0.1:{}/", p.port))
             .collect()

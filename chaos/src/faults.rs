@@ -5,11 +5,13 @@
 
 use std::time::Duration;
 
+use crate::cluster::NODE_TIMEOUT_MS;
 use crate::deploy::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::history::History;
 use crate::process::signal;
 use crate::proxy::Mode;
 use crate::rng::Rng;
+use crate::sentinel::role;
 use crate::workers::child::ChildWorker;
 use crate::workers::LEASE;
 
@@ -27,15 +29,19 @@ pub const ALL: &[&str] = &[
     "evict",
     "holder-stop",
     "holder-kill",
+    "migrate",
 ];
 
 /// The faults that make sense in `topology`.
 pub fn available(topology: Topology) -> Vec<&'static str> {
-    let sentinel_only = ["failover", "sentinel-failover", "live-master"];
-    ALL.iter()
-        .copied()
-        .filter(|f| topology == Topology::Sentinel || !sentinel_only.contains(f))
-        .collect()
+    let replicated = matches!(topology, Topology::Sentinel | Topology::Cluster);
+    let fits = |f: &&str| match *f {
+        "sentinel-failover" => topology == Topology::Sentinel,
+        "failover" | "live-master" => replicated,
+        "migrate" => topology == Topology::Cluster,
+        _ => true,
+    };
+    ALL.iter().copied().filter(fits).collect()
 }
 
 pub struct Injector<'a> {
@@ -71,6 +77,11 @@ impl Injector<'_> {
             "evict" => self.evict(i, d),
             "holder-stop" => self.holder(false),
             "holder-kill" => self.holder(true),
+            "migrate" => {
+                let key = *self.rng.pick(&["chaos:a", "chaos:b", "chaos:c"]);
+                let what = self.deployment.migrate_slot(key, self.rng.next());
+                what.and_then(|w| self.record(w))
+            }
             _ => return,
         };
         if let Some(what) = what {
@@ -107,8 +118,13 @@ impl Injector<'_> {
 
     /// The master paused past `down-after`, so that Sentinel fails it over while it lives.
     fn live_master(&mut self) -> Option<String> {
-        let m = self.deployment.master()?;
-        let d = Duration::from_millis(DOWN_AFTER_MS) + self.rng.millis(1500, 4000);
+        let m = self.master()?;
+        let down_after = if self.deployment.topology == Topology::Cluster {
+            NODE_TIMEOUT_MS
+        } else {
+            DOWN_AFTER_MS
+        };
+        let d = Duration::from_millis(down_after) + self.rng.millis(1500, 4000);
         self.stop(m, d)
     }
 
@@ -132,7 +148,27 @@ impl Injector<'_> {
         what
     }
 
+    /// A master: the sentinels' choice, or one of the cluster's masters.
+    fn master(&self) -> Option<usize> {
+        if self.deployment.topology != Topology::Cluster {
+            return self.deployment.master();
+        }
+        let servers = &self.deployment.servers;
+        let masters: Vec<usize> = (0..servers.len())
+            .filter(|&i| role(&servers[i]) == "master")
+            .collect();
+        masters
+            .get(self.rng.range(0, masters.len() as u64) as usize)
+            .copied()
+    }
+
     fn failover(&mut self) -> Option<String> {
+        if self.deployment.topology == Topology::Cluster {
+            let what = self.deployment.cluster_failover(self.rng.next())?;
+            let what = self.record(what);
+            std::thread::sleep(Duration::from_secs(3));
+            return what;
+        }
         let m = self.deployment.master()?;
         let server = &self.deployment.servers[m];
         server.cmd::<String>(&["FAILOVER", "TIMEOUT", "3000"])?;

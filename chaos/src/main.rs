@@ -1,10 +1,11 @@
 //! `rlock-chaos`: runs rlock under random faults chosen by a seed, records what every
 //! client saw, and judges the history (see docs/chaos.md).
 //!
-//! `rlock-chaos [--topology single|sentinel|redlock|mix] [--secs N] [--seed N]
+//! `rlock-chaos [--topology single|sentinel|redlock|cluster|mix] [--secs N] [--seed N]
 //! [--faults kill,stop,...|all|none] [--workers client,owner,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
 
 mod check;
+mod cluster;
 mod crew;
 mod deploy;
 mod faults;
@@ -22,7 +23,12 @@ use std::process::ExitCode;
 use deploy::Topology;
 use run::Settings;
 
-const TOPOLOGIES: [Topology; 3] = [Topology::Single, Topology::Sentinel, Topology::Redlock];
+const TOPOLOGIES: [Topology; 4] = [
+    Topology::Single,
+    Topology::Sentinel,
+    Topology::Redlock,
+    Topology::Cluster,
+];
 
 struct Args {
     topology: String,

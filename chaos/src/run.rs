@@ -62,7 +62,11 @@ pub fn run(s: &Settings) -> Counts {
         eprintln!("{line}");
     }
     let mut counts = judge(&events);
-    counts.replica_diffs = deployment.replica_diffs();
+    counts.replica_diffs = if s.topology == Topology::Cluster {
+        deployment.cluster_replica_diffs()
+    } else {
+        deployment.replica_diffs()
+    };
     counts.crashes = deployment.crashes();
     let (p50, max) = unavailability(&events, now_us());
     println!("unavailability after each fault: p50={p50}ms max={max}ms");
