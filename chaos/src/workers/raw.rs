@@ -72,54 +72,46 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
     let Some(mut res) = resource_conn(&ctx) else {
         return;
     };
-    let owner = format!("raw:{name}");
     while !ctx.stopped() {
         let Some(mut conn) = target().and_then(open) else {
             std::thread::sleep(Duration::from_millis(100));
             continue;
         };
-        while !ctx.stopped() {
-            let key = ctx.key();
-            let wait = ctx.rng.millis(0, 2000);
-            let sent = Instant::now();
-            let (reply, wait_event) = acquire(&mut conn, &key, &owner, wait, &name);
-            let broken = wait_event.conn_error || wait_event.replies != 1;
-            ctx.history.push(Event::Wait(wait_event));
-            match reply {
-                Outcome::Granted(token) => {
-                    ctx.history.acquired(&name, true);
-                    let draft = Draft {
-                        worker: name.clone(),
-                        key: key.clone(),
-                        owner: owner.clone(),
-                        token,
-                        fenced: true,
-                        lease_ms: LEASE.as_millis() as u64,
-                    };
-                    section(&ctx, &mut res, draft, sent + LEASE - MARGIN);
-                    let release = redis::cmd("LOCK.RELEASE")
-                        .arg(&key)
-                        .arg(&owner)
-                        .arg("TOKEN")
-                        .arg(token)
-                        .exec(&mut conn);
-                    if release
-                        .as_ref()
-                        .is_err_and(|e| e.is_io_error() || e.is_timeout())
-                    {
-                        break;
-                    }
-                }
-                Outcome::Failed => {
-                    ctx.history.acquired(&name, false);
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Outcome::Busy => {}
-            }
-            if broken {
-                break;
-            }
+        while !ctx.stopped() && round(&ctx, &mut conn, &mut res, &name) {}
+    }
+}
+
+/// One acquisition, and a section if it was granted; false when the connection is broken.
+fn round(ctx: &Ctx, conn: &mut redis::Connection, res: &mut redis::Connection, name: &str) -> bool {
+    let (key, owner) = (ctx.key(), format!("raw:{name}"));
+    let wait = ctx.rng.millis(0, 2000);
+    let sent = Instant::now();
+    let (reply, wait_event) = acquire(conn, &key, &owner, wait, name);
+    let sound = !wait_event.conn_error && wait_event.replies == 1;
+    ctx.history.push(Event::Wait(wait_event));
+    match reply {
+        Outcome::Granted(token) => {
+            ctx.history.acquired(name, true);
+            let draft = Draft {
+                worker: name.to_owned(),
+                key: key.clone(),
+                owner: owner.clone(),
+                token,
+                fenced: true,
+                lease_ms: LEASE.as_millis() as u64,
+            };
+            section(ctx, res, draft, sent + LEASE - MARGIN);
+            let mut release = redis::cmd("LOCK.RELEASE");
+            release.arg(&key).arg(&owner).arg("TOKEN").arg(token);
+            let released = release.exec(conn);
+            sound && !released.is_err_and(|e| e.is_io_error() || e.is_timeout())
         }
+        Outcome::Failed => {
+            ctx.history.acquired(name, false);
+            std::thread::sleep(Duration::from_millis(50));
+            sound
+        }
+        Outcome::Busy => sound,
     }
 }
 
