@@ -211,6 +211,19 @@ fn backwards_pairs<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Sectio
 /// Per fault, the time from its start to the first successful acquisition after it (to
 /// `end_us` when none came): (p50, max) in milliseconds.
 pub fn unavailability(events: &[Event], end_us: u64) -> (u64, u64) {
+    let mut gaps: Vec<u64> = gaps(events, end_us).into_iter().map(|(_, ms)| ms).collect();
+    gaps.sort_unstable();
+    let p50 = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
+    (p50, gaps.last().copied().unwrap_or(0))
+}
+
+/// The fault after which acquisitions stopped longest, and for how many milliseconds.
+pub fn worst_fault(events: &[Event], end_us: u64) -> Option<(String, u64)> {
+    gaps(events, end_us).into_iter().max_by_key(|&(_, ms)| ms)
+}
+
+/// Each fault's description and its gap in milliseconds.
+fn gaps(events: &[Event], end_us: u64) -> Vec<(String, u64)> {
     let mut grants: Vec<u64> = events
         .iter()
         .filter_map(|e| match e {
@@ -219,21 +232,20 @@ pub fn unavailability(events: &[Event], end_us: u64) -> (u64, u64) {
         })
         .collect();
     grants.sort_unstable();
-    let mut gaps: Vec<u64> = events
+    events
         .iter()
         .filter_map(|e| match e {
-            Event::Fault { t_us, .. } => Some(*t_us),
+            Event::Fault { t_us, what } => Some((what.clone(), *t_us)),
             _ => None,
         })
-        .map(|f| {
+        .map(|(what, f)| {
             let i = grants.partition_point(|&g| g < f);
-            grants.get(i).copied().unwrap_or(end_us.max(f)) - f
+            (
+                what,
+                (grants.get(i).copied().unwrap_or(end_us.max(f)) - f) / 1000,
+            )
         })
-        .map(|us| us / 1000)
-        .collect();
-    gaps.sort_unstable();
-    let p50 = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
-    (p50, gaps.last().copied().unwrap_or(0))
+        .collect()
 }
 
 #[cfg(test)]

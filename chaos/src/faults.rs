@@ -30,13 +30,14 @@ pub const ALL: &[&str] = &[
     "holder-stop",
     "holder-kill",
     "migrate",
+    "promote",
 ];
 
 /// The faults that make sense in `topology`.
 pub fn available(topology: Topology) -> Vec<&'static str> {
     let replicated = matches!(topology, Topology::Sentinel | Topology::Cluster);
     let fits = |f: &&str| match *f {
-        "sentinel-failover" => topology == Topology::Sentinel,
+        "sentinel-failover" | "promote" => topology == Topology::Sentinel,
         "failover" | "live-master" => replicated,
         "migrate" => topology == Topology::Cluster,
         _ => true,
@@ -77,6 +78,7 @@ impl Injector<'_> {
             "evict" => self.evict(i, d),
             "holder-stop" => self.holder(false),
             "holder-kill" => self.holder(true),
+            "promote" => self.promote(d),
             "migrate" => {
                 let key = *self.rng.pick(&["chaos:a", "chaos:b", "chaos:c"]);
                 let what = self.deployment.migrate_slot(key, self.rng.next());
@@ -183,6 +185,26 @@ impl Injector<'_> {
         sentinel.cmd::<String>(&["SENTINEL", "FAILOVER", MASTER_NAME])?;
         let what = self.record(format!("SENTINEL FAILOVER via {}", sentinel.name));
         std::thread::sleep(Duration::from_secs(3));
+        what
+    }
+
+    /// A replica promoted behind the sentinels' back (`REPLICAOF NO ONE`), then demoted
+    /// again to the master they name.
+    fn promote(&mut self, d: Duration) -> Option<String> {
+        let m = self.deployment.master()?;
+        let servers = &self.deployment.servers;
+        let replicas: Vec<usize> = (0..servers.len())
+            .filter(|&i| i != m && role(&servers[i]) == "slave")
+            .collect();
+        let r = *replicas.get(self.rng.range(0, replicas.len() as u64) as usize)?;
+        servers[r].cmd::<String>(&["REPLICAOF", "NO", "ONE"])?;
+        let what = self.record(format!("REPLICAOF NO ONE on {} for {d:?}", servers[r].name));
+        std::thread::sleep(d);
+        let master = self.deployment.master().unwrap_or(m);
+        let port = self.deployment.proxies[master].port.to_string();
+        if master != r {
+            let _ = self.deployment.servers[r].cmd::<String>(&["REPLICAOF", "127.0.0.1", &port]);
+        }
         what
     }
 

@@ -69,6 +69,9 @@ pub fn run(s: &Settings) -> Counts {
     };
     counts.crashes = deployment.crashes();
     let (p50, max) = unavailability(&events, now_us());
+    if let Some((what, ms)) = crate::check::worst_fault(&events, now_us()) {
+        eprintln!("longest unavailability: {ms} ms after {what}");
+    }
     println!("unavailability after each fault: p50={p50}ms max={max}ms");
     runtime.shutdown_timeout(Duration::from_secs(1));
     counts
