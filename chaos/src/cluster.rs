@@ -3,6 +3,7 @@
 //! `redis-cli --cluster create`. Its own faults: a replica's `CLUSTER FAILOVER`, and a slot
 //! of a lock migrated to another master under load.
 
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -13,11 +14,12 @@ use crate::resource::strings;
 /// Cluster's `cluster-node-timeout`.
 pub const NODE_TIMEOUT_MS: u64 = 2000;
 
-/// A free port whose bus port (+10000) is a valid port too.
+/// A free port whose bus port (+10000) is free too.
 pub fn node_port() -> u16 {
+    let free = |port: u16| TcpListener::bind(("127.0.0.1", port)).is_ok();
     (0..100)
         .map(|_| free_port())
-        .find(|&p| p < 55000)
+        .find(|&p| p < 55000 && free(p + 10000))
         .unwrap_or_else(|| panic!("no port below 55000"))
 }
 

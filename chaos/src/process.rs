@@ -77,7 +77,21 @@ impl Proc {
         proc
     }
 
+    /// Starts the process; tries again a few times when it exits at once (a port taken
+    /// by another process in the meantime), then gives up.
     fn spawn(&mut self) {
+        let mut failure = String::new();
+        for _ in 0..5 {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(e) => failure = e,
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("{failure}");
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
         let log = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -96,25 +110,30 @@ impl Proc {
             .unwrap_or_else(|e| panic!("cannot start {}: {e} (run `make deps`)", self.binary));
         self.child = Some(child);
         self.stopped = false;
-        self.await_ready();
+        self.await_ready()
     }
 
-    fn await_ready(&mut self) {
+    fn await_ready(&mut self) -> Result<(), String> {
         let started = Instant::now();
         while started.elapsed() < READY_WITHIN {
             if self.ping() {
-                return;
+                return Ok(());
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                panic!("{} exited with {status}:\n{}", self.name, self.log());
+                self.child = None;
+                return Err(format!(
+                    "{} exited with {status}:\n{}",
+                    self.name,
+                    self.log()
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
+        Err(format!(
             "{} not ready within {READY_WITHIN:?}:\n{}",
             self.name,
             self.log()
-        );
+        ))
     }
 
     fn ping(&self) -> bool {
