@@ -46,6 +46,8 @@ pub fn run(s: &Settings) -> Counts {
     let crew = crate::crew::start(&runtime, &ctx, &deployment, &s.workers, s.seed);
     let (tasks, threads, mut children) = (crew.tasks, crew.threads, crew.children);
     inject_faults(s, &mut deployment, &mut children, &history);
+    // Gaps are measured up to here: the end of the faults, not of the settling.
+    let ended_us = now_us();
     ctx.stop.store(true, Ordering::Relaxed);
     deployment.heal();
     for child in &mut children {
@@ -68,8 +70,8 @@ pub fn run(s: &Settings) -> Counts {
         deployment.replica_diffs()
     };
     counts.crashes = deployment.crashes();
-    let (p50, max) = unavailability(&events, now_us());
-    if let Some((what, ms)) = crate::check::worst_fault(&events, now_us()) {
+    let (p50, max) = unavailability(&events, ended_us);
+    if let Some((what, ms)) = crate::check::worst_fault(&events, ended_us) {
         eprintln!("longest unavailability: {ms} ms after {what}");
     }
     println!("unavailability after each fault: p50={p50}ms max={max}ms");
