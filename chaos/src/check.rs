@@ -240,10 +240,8 @@ fn gaps(events: &[Event], end_us: u64) -> Vec<(String, u64)> {
         })
         .map(|(what, f)| {
             let i = grants.partition_point(|&g| g < f);
-            (
-                what,
-                (grants.get(i).copied().unwrap_or(end_us.max(f)) - f) / 1000,
-            )
+            let next = grants.get(i).copied().unwrap_or(u64::MAX);
+            (what, (next.min(end_us.max(f)) - f) / 1000)
         })
         .collect()
 }
