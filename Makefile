@@ -22,7 +22,7 @@ help: ## List the targets
 	@echo "make targets:"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "} {printf "  %-7s %s\n", $$1, $$2}'
-	@echo "variables: PORT=$(PORT) (make run); SECS, SEED, TOPOLOGY, FAULTS, UNSAFE=1 (make chaos)"
+	@echo "variables: PORT=$(PORT) (make run); SECS, SEED, TOPOLOGY, FAULTS, WORKERS, UNSAFE=1 (make chaos)"
 
 deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when missing
 	@missing=""; \

@@ -96,9 +96,7 @@ impl ChildWorker {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        if let Some(pid) = self.pid().or(Some(child.id())) {
-            signal("CONT", pid);
-        }
+        signal("CONT", child.id());
         drop(child.stdin.take());
         let until = std::time::Instant::now() + within;
         while std::time::Instant::now() < until {
