@@ -113,8 +113,9 @@ fn overlapping<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> 
     found
 }
 
-/// Every overlapping pair of sections, one line each (for the report).
-pub fn describe_overlaps(events: &[Event]) -> Vec<String> {
+/// Every overlapping pair of sections, stale write and backwards token, one line each (for
+/// the report).
+pub fn describe(events: &[Event]) -> Vec<String> {
     let sections: Vec<&Section> = events
         .iter()
         .filter_map(|e| match e {

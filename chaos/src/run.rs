@@ -43,39 +43,52 @@ pub fn run(s: &Settings) -> Counts {
             .to_vec(),
         ignore_loss: s.unsafe_mode,
     });
-    let crew = crate::crew::start(&runtime, &ctx, &deployment, &s.workers, s.seed);
-    let (tasks, threads, mut children) = (crew.tasks, crew.threads, crew.children);
-    inject_faults(s, &mut deployment, &mut children, &history);
+    let mut crew = crate::crew::start(&runtime, &ctx, &deployment, &s.workers, s.seed);
+    inject_faults(s, &mut deployment, &mut crew.children, &history);
     // Gaps are measured up to here: the end of the faults, not of the settling.
     let ended_us = now_us();
     ctx.stop.store(true, Ordering::Relaxed);
     deployment.heal();
-    for child in &mut children {
+    wind_down(&runtime, crew);
+    let counts = judge_run(&history.events(), &mut deployment, ended_us);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    counts
+}
+
+/// Waits (bounded) for every worker to stop.
+fn wind_down(runtime: &Runtime, crew: crate::crew::Crew) {
+    for mut child in crew.children {
         child.finish(Duration::from_secs(10));
     }
     runtime.block_on(async {
-        let _ = tokio::time::timeout(Duration::from_secs(15), futures_all(tasks)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(15), futures_all(crew.tasks)).await;
     });
     poll(Duration::from_secs(40), || {
-        threads.iter().all(JoinHandle::is_finished)
+        crew.threads.iter().all(JoinHandle::is_finished)
     });
-    let events = history.events();
-    for line in crate::check::describe_overlaps(&events).iter().take(30) {
+}
+
+/// Judges the history, compares the replicas, reads the logs, and prints what it found.
+fn judge_run(
+    events: &[crate::history::Event],
+    deployment: &mut Deployment,
+    ended_us: u64,
+) -> Counts {
+    for line in crate::check::describe(events).iter().take(30) {
         eprintln!("{line}");
     }
-    let mut counts = judge(&events);
-    counts.replica_diffs = if s.topology == Topology::Cluster {
+    let mut counts = judge(events);
+    counts.replica_diffs = if deployment.topology == Topology::Cluster {
         deployment.cluster_replica_diffs()
     } else {
         deployment.replica_diffs()
     };
     counts.crashes = deployment.crashes();
-    let (p50, max) = unavailability(&events, ended_us);
-    if let Some((what, ms)) = crate::check::worst_fault(&events, ended_us) {
+    if let Some((what, ms)) = crate::check::worst_fault(events, ended_us) {
         eprintln!("longest unavailability: {ms} ms after {what}");
     }
+    let (p50, max) = unavailability(events, ended_us);
     println!("unavailability after each fault: p50={p50}ms max={max}ms");
-    runtime.shutdown_timeout(Duration::from_secs(1));
     counts
 }
 
