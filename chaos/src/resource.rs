@@ -33,7 +33,6 @@ pub struct Resource {
     /// False with the unsafe switch: lower tokens are accepted too.
     pub enforce: bool,
     script: redis::Script,
-    _proc: Option<Proc>,
 }
 
 /// One write's arguments.
@@ -45,7 +44,9 @@ pub struct Stamp<'a> {
 }
 
 impl Resource {
-    pub fn start(enforce: bool) -> Arc<Resource> {
+    /// Starts the resource server: its process (owned by the run, so that it is killed
+    /// even when a worker outlives the run) and the workers' view of it.
+    pub fn start(enforce: bool) -> (Proc, Arc<Resource>) {
         let port = free_port();
         let args = [
             "--port",
@@ -56,21 +57,15 @@ impl Resource {
             "",
         ];
         let proc = Proc::start("resource", &server_binary(), port, strings(&args));
-        Arc::new(Resource {
-            port,
-            enforce,
-            script: redis::Script::new(WRITE),
-            _proc: Some(proc),
-        })
+        (proc, Resource::remote(port, enforce))
     }
 
-    /// The resource another process started (a child worker's view).
+    /// The workers' view of a resource server on `port`.
     pub fn remote(port: u16, enforce: bool) -> Arc<Resource> {
         Arc::new(Resource {
             port,
             enforce,
             script: redis::Script::new(WRITE),
-            _proc: None,
         })
     }
 

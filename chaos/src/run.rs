@@ -30,7 +30,7 @@ pub struct Settings {
 /// Runs and prints the report; the counts.
 pub fn run(s: &Settings) -> Counts {
     let runtime = Runtime::new().unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let resource = Resource::start(!s.unsafe_mode);
+    let (_resource_server, resource) = Resource::start(!s.unsafe_mode);
     let mut deployment = Deployment::start(s.topology, runtime.handle(), s.unsafe_mode);
     let history = History::default();
     let ctx = Arc::new(Ctx {
