@@ -63,12 +63,17 @@ pub struct Proc {
 impl Proc {
     /// Starts `binary args...` in a dir of its own and waits until it answers `PING`.
     pub fn start(name: &str, binary: &str, port: u16, args: Vec<String>) -> Proc {
+        Proc::start_in(temp_dir(name), name, binary, port, args)
+    }
+
+    /// [`Proc::start`] in `dir` (made by [`temp_dir`]), which the process then owns.
+    pub fn start_in(dir: PathBuf, name: &str, binary: &str, port: u16, args: Vec<String>) -> Proc {
         let mut proc = Proc {
             name: name.to_owned(),
             port,
             binary: binary.to_owned(),
             args,
-            dir: temp_dir(name),
+            dir,
             child: None,
             unasked_exits: 0,
             stopped: false,

@@ -18,16 +18,13 @@ impl Deployment {
                  sentinel failover-timeout {MASTER_NAME} 5000\n\
                  sentinel parallel-syncs {MASTER_NAME} 2\n"
             );
-            let dir = crate::process::temp_dir(&format!("sentinel-conf{i}"));
+            let name = format!("sentinel{i}");
+            let dir = crate::process::temp_dir(&name);
             let path = dir.join("sentinel.conf");
             std::fs::write(&path, conf).unwrap_or_else(|e| panic!("write sentinel.conf: {e}"));
             let args = vec![path.display().to_string()];
-            self.sentinels.push(Proc::start(
-                &format!("sentinel{i}"),
-                "redis-sentinel",
-                port,
-                args,
-            ));
+            let sentinel = Proc::start_in(dir, &name, "redis-sentinel", port, args);
+            self.sentinels.push(sentinel);
         }
         let known = poll(Duration::from_secs(20), || {
             self.sentinels
