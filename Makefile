@@ -16,13 +16,13 @@ VALKEY := $(VALKEY_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build valkey run test bench lint fmt doc clean
+.PHONY: help deps build valkey run test bench chaos lint fmt doc clean
 
 help: ## List the targets
 	@echo "make targets:"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "} {printf "  %-7s %s\n", $$1, $$2}'
-	@echo "variables: PORT=$(PORT) (make run)"
+	@echo "variables: PORT=$(PORT) (make run); SECS, SEED, TOPOLOGY, FAULTS, WORKERS, UNSAFE=1 (make chaos)"
 
 deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when missing
 	@missing=""; \
@@ -77,6 +77,20 @@ bench: build ## Run the benchmarks (package rlock-bench in bench/)
 		exit 1; \
 	fi
 	RLOCK_MODULE=$(MODULE) $(CARGO) run --release -p rlock-bench
+
+# make chaos: rlock under random faults for SECS seconds (shared between the topologies of
+# the mix), judged by a checker; its last line is the SAFETY line (docs/chaos.md).
+SECS ?= 120
+SEED ?= 1
+TOPOLOGY ?= mix
+FAULTS ?= all
+WORKERS ?= all
+UNSAFE ?= 0
+
+chaos: deps build ## Run rlock under seeded faults and check the history (docs/chaos.md)
+	RLOCK_MODULE=$(MODULE) $(CARGO) run --release -p rlock-chaos -- --secs $(SECS) \
+		--seed $(SEED) --topology $(TOPOLOGY) --faults $(FAULTS) --workers $(WORKERS) \
+		$(if $(filter 1,$(UNSAFE)),--unsafe)
 
 lint: ## Check formatting and run clippy with warnings as errors
 	$(CARGO) fmt --all -- --check

@@ -4,7 +4,8 @@
 //! function the sources name is listed here.
 //!
 //! Used only where the server has it: `RedisModule_SetCommandACLCategories` (Redis 7.2+,
-//! the commands' ACL categories). `RedisModule_OnLoad` is the module's
+//! the commands' ACL categories), `RedisModule_GetUsedMemoryRatio` (the gate's memory
+//! check: without it, the `deny-oom` of `LOCK.ACQUIRE` is the only one). `RedisModule_OnLoad` is the module's
 //! entry point, and `RedisModule_Init` fills in the API before the check.
 
 use redis_module::raw;

@@ -5,6 +5,28 @@
 //! serves the key, or whose slot is migrating away while the key is gone (`MIGRATE` moved
 //! it): there, the key's waiters are sent where Redis would send a client (`ASK`/`MOVED`).
 
+/// How Redis names a node in `MOVED`/`ASK` (`cluster-preferred-endpoint-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Its IP address (the default).
+    Ip,
+    /// Its announced hostname (`cluster-announce-hostname`), `?` when it has none.
+    Hostname,
+    /// Nothing: the client is to reach the node it asked (`:port`).
+    Unknown,
+}
+
+impl Endpoint {
+    /// From the value of `cluster-preferred-endpoint-type` (`None`: unreadable).
+    pub fn from_config(value: Option<&str>) -> Endpoint {
+        match value {
+            Some("hostname") => Endpoint::Hostname,
+            Some("unknown-endpoint") => Endpoint::Unknown,
+            _ => Endpoint::Ip,
+        }
+    }
+}
+
 /// Where the key of a lock is served, as far as this node can tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -59,8 +81,8 @@ fn crc16(bytes: &[u8]) -> u16 {
 }
 
 /// Where `slot` is served, from the text of `CLUSTER NODES`; `key_here`: the key exists on
-/// this node.
-pub fn route(nodes: &str, slot: u16, key_here: bool) -> Route {
+/// this node; nodes are named as `endpoint` says, as Redis names them in its redirects.
+pub fn route(nodes: &str, slot: u16, key_here: bool, endpoint: Endpoint) -> Route {
     let lines: Vec<Vec<&str>> = nodes
         .lines()
         .map(|l| l.split_whitespace().collect())
@@ -72,7 +94,10 @@ pub fn route(nodes: &str, slot: u16, key_here: bool) -> Route {
     else {
         return Route::Unknown { slot };
     };
-    let addr_of = |id: &str| lines.iter().find(|f| f[0] == id).map(|f| address(f[1]));
+    let addr_of = |id: &str| {
+        let node = lines.iter().find(|f| f[0] == id);
+        node.map(|f| address(f[1], endpoint))
+    };
     // Migration entries first: a migrating slot is also listed among the node's own.
     if let Some(target) = me[8..].iter().find_map(|e| migrating(e, slot)) {
         return match (key_here, addr_of(target)) {
@@ -93,16 +118,23 @@ pub fn route(nodes: &str, slot: u16, key_here: bool) -> Route {
     {
         Some(owner) => Route::Moved {
             slot,
-            addr: address(owner[1]),
+            addr: address(owner[1], endpoint),
         },
         None => Route::Unknown { slot },
     }
 }
 
-/// `ip:port` of an address field `ip:port@cport[,hostname]`.
-fn address(field: &str) -> String {
-    let end = field.find(['@', ',']).unwrap_or(field.len());
-    field[..end].to_owned()
+/// `endpoint:port` of an address field `ip:port@cport[,hostname[,aux=value...]]`.
+fn address(field: &str, endpoint: Endpoint) -> String {
+    let (ip_port, rest) = field.split_once('@').unwrap_or((field, ""));
+    let (ip, port) = ip_port.rsplit_once(':').unwrap_or((ip_port, ""));
+    let hostname = rest.split(',').nth(1).filter(|h| !h.contains('='));
+    let host = match endpoint {
+        Endpoint::Ip => ip,
+        Endpoint::Hostname => hostname.filter(|h| !h.is_empty()).unwrap_or("?"),
+        Endpoint::Unknown => "",
+    };
+    format!("{host}:{port}")
 }
 
 /// Whether a slot entry (`5` or `0-5460`) covers `slot`.
@@ -135,6 +167,7 @@ mod tests {
     use super::*;
 
     const A: &str = "aaaa";
+    const IP: Endpoint = Endpoint::Ip;
     const B: &str = "bbbb";
 
     fn nodes(mine: &str, theirs: &str) -> String {
@@ -156,15 +189,15 @@ mod tests {
     #[test]
     fn an_owned_slot_is_served_here() {
         assert_eq!(
-            route(&nodes("0-8191", "8192-16383"), 100, false),
+            route(&nodes("0-8191", "8192-16383"), 100, false, IP),
             Route::Here
         );
-        assert_eq!(route(&nodes("100", "0-99"), 100, false), Route::Here);
+        assert_eq!(route(&nodes("100", "0-99"), 100, false, IP), Route::Here);
     }
 
     #[test]
     fn a_slot_of_another_node_is_moved_there() {
-        let route = route(&nodes("0-8191", "8192-16383"), 9000, true);
+        let route = route(&nodes("0-8191", "8192-16383"), 9000, true, IP);
         assert_eq!(
             route.redirect().as_deref(),
             Some("MOVED 9000 127.0.0.1:7001")
@@ -174,9 +207,9 @@ mod tests {
     #[test]
     fn a_migrating_slot_asks_only_for_a_key_that_left() {
         let text = nodes(&format!("0-8191 [42->-{B}]"), "8192-16383");
-        assert_eq!(route(&text, 42, true), Route::Here);
+        assert_eq!(route(&text, 42, true, IP), Route::Here);
         assert_eq!(
-            route(&text, 42, false).redirect().as_deref(),
+            route(&text, 42, false, IP).redirect().as_deref(),
             Some("ASK 42 127.0.0.1:7001")
         );
     }
@@ -184,15 +217,38 @@ mod tests {
     #[test]
     fn an_importing_slot_is_served_here() {
         let text = nodes(&format!("0-8191 [9000-<-{B}]"), "8192-16383");
-        assert_eq!(route(&text, 9000, false), Route::Here);
+        assert_eq!(route(&text, 9000, false, IP), Route::Here);
     }
 
     #[test]
     fn unreadable_or_unowned_slots_say_try_again() {
-        assert_eq!(route("", 7, false), Route::Unknown { slot: 7 });
+        assert_eq!(route("", 7, false, IP), Route::Unknown { slot: 7 });
         let text = nodes("0-10", "11-20");
-        assert!(route(&text, 500, false)
+        assert!(route(&text, 500, false, IP)
             .redirect()
             .is_some_and(|e| e.starts_with("TRYAGAIN ")));
+    }
+
+    #[test]
+    fn redirects_name_nodes_as_the_preferred_endpoint_type_says() {
+        let text = nodes("0-8191", "8192-16383");
+        let moved = |endpoint| route(&text, 9000, false, endpoint).redirect();
+        assert_eq!(
+            moved(Endpoint::Hostname).as_deref(),
+            Some("MOVED 9000 host-b:7001")
+        );
+        assert_eq!(
+            moved(Endpoint::Unknown).as_deref(),
+            Some("MOVED 9000 :7001")
+        );
+        let no_name = format!(
+            "{A} 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0\n\
+             {B} ::1:7001@17001,,shard-id=ff master - 0 0 2 connected 9000\n"
+        );
+        let route = route(&no_name, 9000, false, Endpoint::Hostname).redirect();
+        assert_eq!(route.as_deref(), Some("MOVED 9000 ?:7001"));
+        assert_eq!(address("::1:7001@17001", IP), "::1:7001");
+        assert_eq!(Endpoint::from_config(Some("hostname")), Endpoint::Hostname);
+        assert_eq!(Endpoint::from_config(None), Endpoint::Ip);
     }
 }

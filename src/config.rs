@@ -81,6 +81,10 @@ pub fn publish_mode() -> PublishMode {
     *lock(&PUBLISH)
 }
 
+pub fn set_publish_mode(mode: PublishMode) {
+    *lock(&PUBLISH) = mode;
+}
+
 /// The channel prefix, a byte string that is never empty.
 pub struct ChannelPrefix(Mutex<Vec<u8>>);
 

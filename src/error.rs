@@ -72,12 +72,23 @@ pub enum LockError {
     ApplyFromClient,
     /// `LOCK.APPLY` with values no master would send.
     BadApply,
+    /// `LOCK.RAISE` with a token or floor that is not a non-negative integer.
+    BadRaise,
     /// The token counter is at its maximum: no fresh holding can be granted.
     TokensExhausted,
     /// `rlock.max-waiters` clients wait on this node already.
     TooManyWaiters(i64),
     /// `rlock.max-waiters-per-key` clients wait for this lock already.
     TooManyWaitersForKey(i64),
+    /// A client's lock write on a replica (a writable one: a read-only one is refused by
+    /// Redis itself).
+    ReplicaWrite,
+    /// A client's lock write while writes are paused (inside `MULTI` or a script).
+    WritesPaused,
+    /// A renewal or reentry during the hold-back after a stall of the node: so many ms left.
+    Stalled(i64),
+    /// The waiters of a lock that `maxmemory` evicted are sent away.
+    Evicted,
     /// The server does not export a module API function this command needs.
     MissingApi(&'static str),
     /// A bug: a handler panicked and the panic was caught.
@@ -231,6 +242,9 @@ impl fmt::Display for LockError {
             LockError::BadApply => f.write_str(
                 "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
             ),
+            LockError::BadRaise => f.write_str(
+                "ERR LOCK.RAISE needs key owner token floor: token and floor non-negative integers",
+            ),
             LockError::TokensExhausted => f.write_str(
                 "ERR fencing tokens are exhausted on this node: the counter is at its maximum",
             ),
@@ -241,6 +255,19 @@ impl fmt::Display for LockError {
             LockError::TooManyWaitersForKey(max) => write!(
                 f,
                 "ERR too many waiters for this lock: rlock.max-waiters-per-key ({max}) clients wait for it"
+            ),
+            LockError::ReplicaWrite => f.write_str(
+                "READONLY rlock: this node is a replica; lock commands that write run on its master",
+            ),
+            LockError::WritesPaused => f.write_str(
+                "TRYAGAIN rlock: writes are paused on this node (CLIENT PAUSE or FAILOVER); try again",
+            ),
+            LockError::Stalled(ms) => write!(
+                f,
+                "TRYAGAIN rlock: this node stalled; it grants and renews nothing for {ms} ms, until it knows its replicas again"
+            ),
+            LockError::Evicted => f.write_str(
+                "OOM rlock: the lock was evicted (maxmemory) while the client waited; it is not handed on",
             ),
             LockError::MissingApi(name) => {
                 write!(f, "ERR this Redis server lacks the module API {name}")

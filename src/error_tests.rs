@@ -93,6 +93,7 @@ fn apply_errors_say_what_the_command_is_for() {
         "ERR LOCK.APPLY only replays a master's writes (replication stream or AOF)"
     );
     assert!(text(LockError::BadApply).starts_with("ERR LOCK.APPLY needs "));
+    assert!(text(LockError::BadRaise).starts_with("ERR LOCK.RAISE needs "));
 }
 
 #[test]
@@ -229,4 +230,15 @@ fn fenced_call_errors_keep_the_servers_codes() {
         fence(not_run),
         "ERR LOCK.FENCED could not run 'hset' here (errno 30)"
     );
+}
+
+#[test]
+fn gate_errors_carry_the_codes_clients_act_on() {
+    assert!(text(LockError::ReplicaWrite).starts_with("READONLY rlock: this node is a replica"));
+    assert!(text(LockError::WritesPaused).starts_with("TRYAGAIN rlock: writes are paused"));
+    assert_eq!(
+        text(LockError::Stalled(1500)),
+        "TRYAGAIN rlock: this node stalled; it grants and renews nothing for 1500 ms, until it knows its replicas again"
+    );
+    assert!(text(LockError::Evicted).starts_with("OOM rlock: the lock was evicted"));
 }

@@ -10,7 +10,7 @@ use redis_module::raw;
 use crate::error::LockError;
 use crate::ffi::api;
 use crate::token::{self, TOKENS};
-use crate::{blocked, config, expiry, gate, guard, node, persist, store, waiters};
+use crate::{blocked, config, expiry, gate, guard, heartbeat, node, persist, store, waiters};
 
 /// Keyspace events (generic, expired, evicted): a `RESTORE` (or a `MIGRATE` into this
 /// node) teaches the token counter the restored lock's token; any event on a lock with
@@ -38,7 +38,7 @@ unsafe extern "C" fn on_key_event(
         if waiters::any() {
             guard::callback("keyspace event", || {
                 let name = redis_module::RedisString::string_as_slice(key);
-                expiry::on_key_event(ctx, name, event == c"expired");
+                expiry::on_key_event(ctx, name, event);
                 Ok(())
             });
         }
@@ -67,7 +67,8 @@ fn keep_the_callers_db(ctx: *mut raw::RedisModuleCtx, event: &CStr) {
     }
 }
 
-/// Subscribes to the keyspace and server events the module needs.
+/// Subscribes to the keyspace and server events the module needs, and starts the
+/// heartbeat.
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
     let keyspace = api!(RedisModule_SubscribeToKeyspaceEvents);
     let classes = raw::REDISMODULE_NOTIFY_GENERIC
@@ -88,7 +89,7 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
         unsafe { subscribe(ctx, event, Some(callback)) };
     }
-    Ok(())
+    heartbeat::start(ctx)
 }
 
 type ServerEventFn =
@@ -132,7 +133,9 @@ unsafe extern "C" fn on_swapdb(
     });
 }
 
-/// Promotion: tokens skip ahead, and the failover delay starts. Demotion: nobody may wait
+/// Promotion: the token counter jumps to at least the clock + `rlock.token-gap` (see
+/// `token.rs`: anchored to the clock, so that two replicas promoted one after the other
+/// never count the same tokens), and the failover delay starts. Demotion: nobody may wait
 /// here any more (Redis has already ended the waits of blocked clients; this ends any left).
 unsafe extern "C" fn on_role_change(
     ctx: *mut raw::RedisModuleCtx,
@@ -143,10 +146,12 @@ unsafe extern "C" fn on_role_change(
     guard::callback("role change", || {
         match subevent {
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_MASTER => {
-                TOKENS.skip(config::token_gap());
+                TOKENS.jump(token::now_us(), config::token_gap());
                 gate::promoted(node::now_ms());
+                gate::role_changed(false);
             }
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
+                gate::role_changed(true);
                 blocked::refuse(ctx, waiters::take_all(), gate::DEMOTED);
             }
             _ => {}
@@ -155,7 +160,7 @@ unsafe extern "C" fn on_role_change(
     });
 }
 
-/// After an RDB or AOF load, tokens skip ahead as on a promotion: tokens issued after the
+/// After an RDB or AOF load, tokens jump ahead as on a promotion: tokens issued after the
 /// last save that the files do not record (an AOF rewritten without the RDB preamble when
 /// no lock remained) are at most `rlock.token-gap` ahead of the clock.
 unsafe extern "C" fn on_loading(
@@ -170,11 +175,11 @@ unsafe extern "C" fn on_loading(
                 LOADING_AOF.store(true, Ordering::Relaxed)
             }
             raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
+                heartbeat::loaded();
                 if LOADING_AOF.swap(false, Ordering::Relaxed) {
                     persist::learn_tokens_from_keyspace(ctx);
                 }
-                let now = token::now_us();
-                TOKENS.observe(now.saturating_add(config::token_gap()), now);
+                TOKENS.jump(token::now_us(), config::token_gap());
             }
             _ => {}
         }

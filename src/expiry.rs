@@ -6,14 +6,14 @@
 //! an immediate check. A check is idempotent: a free lock goes to the first waiter, a held
 //! one gets its timer re-armed at its deadline.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_void, CStr};
 
 use redis_module::raw;
 
 use crate::error::LockError;
 use crate::ffi::OwnedString;
 use crate::gate::{self, Verdict};
-use crate::handoff;
+use crate::handoff::{self, Handed};
 use crate::registry::Db;
 use crate::store::{while_self_notifying, LockKey, Mode, Over};
 use crate::{blocked, counters, guard, node, token, waiters};
@@ -41,6 +41,8 @@ struct Check {
     cause: Cause,
     /// The time (Unix ms) this check was armed for; 0 for an immediate check.
     fire_at: i64,
+    /// Its timer (set once the timer is created).
+    timer: u64,
 }
 
 /// The lease of `key` now ends at `deadline_ms`: if the lock has waiters, make sure a check
@@ -55,23 +57,34 @@ pub fn lease_moved(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) 
     }
 }
 
-/// A lock was handed on (its new lease ends at `deadline_ms`): that lease is the one to watch.
-pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: Option<i64>) {
-    if let Some(deadline_ms) = deadline_ms {
-        lease_moved(ctx, key, deadline_ms);
+/// A holding ended in the running command or timer: watch the new holder's lease, or, when
+/// the gate held the waiters back, check the lock again when it said to.
+pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Handed) {
+    match handed {
+        Handed::To(deadline_ms) => lease_moved(ctx, key, deadline_ms),
+        Handed::NotNow(at) => arm(ctx, node::selected_db(ctx), key, at),
+        Handed::Nobody => {}
     }
 }
 
-/// A keyspace event on `key`: if the lock has waiters, check it right away.
-pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], expired: bool) {
+/// A keyspace event on `key`: if the lock has waiters, check it right away. A lock that
+/// `maxmemory` evicted is not handed on: a grant would be evicted in turn, and the next,
+/// until the queue is drained into holdings that no longer exist; its waiters get `-OOM`.
+pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
     let db = node::selected_db(ctx);
-    if waiters::queue_len(db, key) > 0 {
-        schedule(
-            ctx,
-            Check::now(db, key.to_vec(), Cause::Event { expired }),
-            0,
-        );
+    if waiters::queue_len(db, key) == 0 {
+        return;
     }
+    if event == c"evicted" {
+        blocked::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
+        return;
+    }
+    let expired = event == c"expired";
+    schedule(
+        ctx,
+        Check::now(db, key.to_vec(), Cause::Event { expired }),
+        0,
+    );
 }
 
 /// A `FLUSHDB` (`db` ≥ 0) or `FLUSHALL` (`db` = -1) ended, or `SWAPDB` moved database
@@ -102,8 +115,29 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) 
             key: key.to_vec(),
             cause: Cause::LeaseEnd,
             fire_at: deadline_ms,
+            timer: 0,
         };
-        schedule(ctx, check, delay);
+        // The later check this one replaces (a lease shortened) is stopped: renewals must
+        // not pile up timers.
+        let replaced = schedule(ctx, check, delay)
+            .and_then(|timer| waiters::replace_check_timer(db, key, timer));
+        if let Some(old) = replaced {
+            stop(ctx, old);
+        }
+    }
+}
+
+/// Stops a lease timer that has not fired, and frees its check.
+fn stop(ctx: *mut raw::RedisModuleCtx, timer: u64) {
+    let Some(stop_timer) = (unsafe { raw::RedisModule_StopTimer }) else {
+        return;
+    };
+    let mut data: *mut c_void = std::ptr::null_mut();
+    if unsafe { stop_timer(ctx, timer, &mut data) } == raw::REDISMODULE_OK as c_int
+        && !data.is_null()
+    {
+        // The timer's data is the box made in `schedule`, never handed to `run_check`.
+        drop(unsafe { Box::from_raw(data.cast::<Check>()) });
     }
 }
 
@@ -115,24 +149,28 @@ impl Check {
             key,
             cause,
             fire_at: 0,
+            timer: 0,
         }
     }
 }
 
-fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) {
-    let Some(create_timer) = (unsafe { raw::RedisModule_CreateTimer }) else {
-        return;
-    };
+/// Creates the timer of `check`; returns its id.
+fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) -> Option<u64> {
+    let create_timer = unsafe { raw::RedisModule_CreateTimer }?;
     let data = Box::into_raw(Box::new(check));
     let period = node::timer_period(delay_ms);
-    unsafe { create_timer(ctx, period, Some(run_check), data.cast::<c_void>()) };
+    let timer = unsafe { create_timer(ctx, period, Some(run_check), data.cast::<c_void>()) };
+    // The box is the timer's until it fires (never within this call).
+    unsafe { (*data).timer = timer };
+    Some(timer)
 }
 
 extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands us back the box made in `schedule`; it is ours to free.
     let check = unsafe { Box::from_raw(data.cast::<Check>()) };
     guard::callback("lock expiry timer", || {
-        waiters::check_ran(check.db, &check.key, node::now_ms().max(check.fire_at));
+        let now = node::now_ms().max(check.fire_at);
+        waiters::check_ran(check.db, &check.key, now, check.timer);
         check_lock(ctx, &check)
     });
 }
@@ -144,16 +182,16 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
         return Ok(());
     }
     // Before the key is opened: a key opened for writing during a pause is not expired.
-    match gate::node_writes(ctx) {
-        Verdict::Go => {}
-        Verdict::Later(ms) => {
-            arm(ctx, check.db, &check.key, node::now_ms().saturating_add(ms));
+    match gate::writes(ctx) {
+        Verdict::Later(at) => {
+            arm(ctx, check.db, &check.key, at);
             return Ok(());
         }
         Verdict::Refuse(text) => {
-            blocked::refuse_queue(ctx, check.db, &check.key, text);
+            blocked::refuse_queue(ctx, check.db, &check.key, &text);
             return Ok(());
         }
+        Verdict::Go | Verdict::Expired => {}
     }
     node::select_db(ctx, check.db);
     let name = OwnedString::new(ctx, &check.key)?;
@@ -179,30 +217,15 @@ fn serve_or_rearm(
         Err(_) => return Ok(()),
     };
     if let Some(vacancy) = vacancy {
-        // Asked only now: a held lock is only re-armed, whatever the replicas.
-        if !gate::replicas_suffice(ctx) {
-            arm(
-                ctx,
-                check.db,
-                &check.key,
-                node::now_ms() + gate::REPLICAS_RETRY_MS,
-            );
-            return Ok(());
-        }
-        let key_here = vacancy == Over::Other;
-        if let Some(redirect) = gate::route(ctx, &check.key, key_here).redirect() {
-            // The key left this node (a migration), or its slot did: never re-create it
-            // here; its waiters queue again where it is served.
-            blocked::refuse_queue(ctx, check.db, &check.key, &redirect);
-            return Ok(());
-        }
-        if let Some(until) = gate::fenced_until(node::now_ms()) {
-            arm(ctx, check.db, &check.key, until);
-            return Ok(());
-        }
-        let handed = handoff::hand_off(ctx, check.db, &key, vacancy)?;
-        if handed.is_some() && lease_end {
-            counters::EXPIRY_HANDOFFS.bump();
+        // The one door: the gate decides (role, pause, route, stall, failover delay,
+        // memory, replicas, the waiter's own WAIT limit).
+        match handoff::hand_off(ctx, check.db, &key, vacancy, false)? {
+            Handed::To(_) if lease_end => counters::EXPIRY_HANDOFFS.bump(),
+            Handed::NotNow(at) => {
+                arm(ctx, check.db, &check.key, at);
+                return Ok(());
+            }
+            Handed::To(_) | Handed::Nobody => {}
         }
     }
     let ttl = key.ttl_ms()?;

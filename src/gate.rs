@@ -1,68 +1,133 @@
-//! Whether the module may write now, outside a client's command: in a timer, or on an event.
+//! The gate every fresh holding passes (SPEC.md §5): the facts about the node that the
+//! rules of `verdict.rs` decide on, gathered from Redis, and the checks a client's lock
+//! write passes before its key is opened.
 //!
-//! A client's write command is checked by Redis itself (read-only replica, paused writes,
-//! `min-replicas-to-write`, cluster redirection). The module's own writes are not, so every
-//! timer or event that would write asks here first:
-//! - a node that is not a master never writes: its master's writes arrive by replication;
-//! - while writes are paused (`CLIENT PAUSE WRITE`, `FAILOVER`, a cluster manual failover)
-//!   nothing is written: Redis 7.0 aborts on a propagated write then, and keys that expire
-//!   during a pause stay in the keyspace; the check comes back after the pause;
-//! - with `min-replicas-to-write`, nothing is granted while fewer good replicas are there
-//!   than it asks: a master cut off from its replicas grants no lock it could lose;
-//! - in a cluster, a key is created only on the node that serves it (`cluster.rs`);
-//! - after a promotion, no fresh holding of a lock the node does not have is granted for
-//!   `rlock.failover-delay` ms (the failover delay).
+//! A client's write command is checked by Redis itself for part of this (a read-only
+//! replica, `min-replicas-to-write`, cluster redirection, `deny-oom` for `LOCK.ACQUIRE`);
+//! the module's own writes (a timer, an event, a handoff inside a release) are not, and a
+//! writable replica, a write pause inside `MULTI` or a script, memory at a release, a stall
+//! and the failover delay are never checked by Redis. So [`ask`] gathers every fact and
+//! `verdict::decide` rules on them, for whatever creates the holding.
 
 use std::ffi::{c_char, CStr};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis_module::raw;
 
-use crate::cluster::{self, Route};
+use crate::cluster::{self, Endpoint, Route};
+use crate::error::LockError;
+use crate::stall::STALLS;
+use crate::verdict::{decide, Facts};
+pub use crate::verdict::{Verdict, DEMOTED};
 use crate::{config, node};
 
-/// How often a check comes back while writes are paused or the node is loading (ms).
-pub const PAUSED_RETRY_MS: i64 = 10;
-/// How often a check comes back while too few replicas are connected (ms).
-pub const REPLICAS_RETRY_MS: i64 = 100;
-
-/// The error a waiter gets when the node it waits on is no longer a master.
-pub const DEMOTED: &str =
-    "READONLY rlock: this node became a replica while the client waited; acquire on the master";
-
-/// What a timer or an event may do now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Go,
-    /// Not now: come back in this many ms.
-    Later(i64),
-    /// Never on this node: the waiters get this error.
-    Refuse(&'static str),
+/// Who asks the gate for a fresh holding.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    /// The lock's key.
+    pub key: &'a [u8],
+    /// The key is on this node (a holding that ended, a lease that ran out).
+    pub key_here: bool,
+    /// When the waiter to be served stops waiting (Unix ms), if it is a waiter with a limit.
+    pub wait_until: Option<i64>,
+    /// Asked inside a client's command (not a timer or an event): Redis has routed its key
+    /// here and checked `min-replicas-to-write` before it ran.
+    pub in_command: bool,
 }
 
-/// Whether a timer or an event may write now.
-pub fn writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
-    match node_writes(ctx) {
-        Verdict::Go if !replicas_suffice(ctx) => Verdict::Later(REPLICAS_RETRY_MS),
-        verdict => verdict,
+/// Whether a fresh holding may be created now.
+pub fn ask(ctx: *mut raw::RedisModuleCtx, ask: &Ask<'_>) -> Verdict {
+    let now = node::now_ms();
+    // A client's command runs on a node that has loaded, and on a replica it was refused
+    // before (`client_writes`): no context flags to read on the acquire path.
+    let (loading, master) = if ask.in_command {
+        (false, !REPLICA.load(Ordering::Relaxed))
+    } else {
+        let flags = node::flags(ctx);
+        let master = flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+            && flags & raw::REDISMODULE_CTX_FLAGS_SLAVE == 0;
+        (flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0, master)
+    };
+    let cheap = Facts {
+        now,
+        loading,
+        master,
+        paused: writes_paused(),
+        wait_until: ask.wait_until,
+        redirect: None,
+        stalled_until: STALLS.observe(now),
+        delay_until: fenced_until(now),
+        over_memory: over_memory(),
+        replicas_ok: true,
+    };
+    // The facts that call commands are gathered only when the cheap ones let a grant go.
+    if ask.in_command || decide(&cheap) != Verdict::Go {
+        return decide(&cheap);
     }
+    let facts = Facts {
+        redirect: route(ctx, ask.key, ask.key_here).redirect(),
+        replicas_ok: replicas_suffice(ctx),
+        ..cheap
+    };
+    decide(&facts)
 }
 
-/// Whether this node may write now, replicas aside (cheap: context flags and the pause).
-pub fn node_writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
+/// Whether a timer or an event may write now, for anything but a fresh holding (giving
+/// back an undelivered grant): the node's role, loading and a pause.
+pub fn writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
     let flags = node::flags(ctx);
-    if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 {
-        return Verdict::Later(PAUSED_RETRY_MS);
+    let now = node::now_ms();
+    if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 || writes_paused() {
+        return Verdict::Later(now.saturating_add(crate::verdict::PAUSED_RETRY_MS));
     }
     if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0
         || flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0
     {
-        return Verdict::Refuse(DEMOTED);
-    }
-    if writes_paused() {
-        return Verdict::Later(PAUSED_RETRY_MS);
+        return Verdict::Refuse(DEMOTED.to_owned());
     }
     Verdict::Go
+}
+
+/// Whether the node is a replica (read-only or writable): learned at load and on every
+/// role change, so that a client's command on a master reads no context flags for it.
+static REPLICA: AtomicBool = AtomicBool::new(false);
+
+/// Learns the node's role from the context flags.
+pub fn learn_role(ctx: *mut raw::RedisModuleCtx) {
+    let replica = node::flags(ctx) & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0;
+    REPLICA.store(replica, Ordering::Relaxed);
+}
+
+/// The node became a master (`false`) or a replica (`true`).
+pub fn role_changed(replica: bool) {
+    REPLICA.store(replica, Ordering::Relaxed);
+}
+
+/// Whether a client's lock command that writes may run: asked before its key is opened
+/// (Redis 7.0 aborts when a key opened for writing during a write pause has expired).
+/// Replayed writes (the master's, an AOF's) always run.
+pub fn client_writes(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
+    let replica = REPLICA.load(Ordering::Relaxed);
+    if !replica && !writes_paused() {
+        return Ok(());
+    }
+    if node::from_replication(ctx) {
+        return Ok(());
+    }
+    Err(if replica {
+        LockError::ReplicaWrite
+    } else {
+        LockError::WritesPaused
+    })
+}
+
+/// Whether a holding may be renewed or reentered at `now` (both extend its lease): not
+/// while the hold-back after a stall is under way.
+pub fn renewals(now: i64) -> Result<(), LockError> {
+    match STALLS.observe(now) {
+        Some(until) => Err(LockError::Stalled(until.saturating_sub(now))),
+        None => Ok(()),
+    }
 }
 
 /// Whether clients' writes are paused (`CLIENT PAUSE`, `FAILOVER`): Redis asks modules to
@@ -71,9 +136,15 @@ fn writes_paused() -> bool {
     unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|f| f() != 0) }
 }
 
+/// Whether used memory is at or over `maxmemory` (never without a `maxmemory`, nor on a
+/// server without the call).
+fn over_memory() -> bool {
+    unsafe { raw::RedisModule_GetUsedMemoryRatio.is_some_and(|f| f() >= 1.0) }
+}
+
 /// Whether `min-replicas-to-write`, if set, is met (a `CONFIG GET`, and an `INFO` when it
 /// is set: ask only before a write).
-pub fn replicas_suffice(ctx: *mut raw::RedisModuleCtx) -> bool {
+fn replicas_suffice(ctx: *mut raw::RedisModuleCtx) -> bool {
     let wanted = call_text(ctx, c"CONFIG", &[c"GET", c"min-replicas-to-write"], 1)
         .and_then(|v| v.trim().parse::<i64>().ok())
         .unwrap_or(0);
@@ -90,13 +161,15 @@ pub fn replicas_suffice(ctx: *mut raw::RedisModuleCtx) -> bool {
 }
 
 /// Where the key `name` is served in a cluster (`Here` outside a cluster).
-pub fn route(ctx: *mut raw::RedisModuleCtx, name: &[u8], key_here: bool) -> Route {
+fn route(ctx: *mut raw::RedisModuleCtx, name: &[u8], key_here: bool) -> Route {
     if !node::is_cluster(ctx) {
         return Route::Here;
     }
     let slot = cluster::key_slot(name);
+    let preferred = [c"GET", c"cluster-preferred-endpoint-type"];
+    let endpoint = Endpoint::from_config(call_text(ctx, c"CONFIG", &preferred, 1).as_deref());
     match call_text(ctx, c"CLUSTER", &[c"NODES"], 0) {
-        Some(nodes) => cluster::route(&nodes, slot, key_here),
+        Some(nodes) => cluster::route(&nodes, slot, key_here, endpoint),
         None => Route::Unknown { slot },
     }
 }

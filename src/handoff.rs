@@ -1,79 +1,188 @@
-//! Handing a lock on (SPEC.md §3): when a holding ends, the first queued client gets the
-//! lock within the same command or timer, or, when nobody waits, the key is deleted and the
-//! release message published (§4).
+//! The one door of every fresh holding (SPEC.md §3, §5), and handing a lock on.
 //!
-//! Whoever hands a lock on tells the lease timers (`expiry.rs`) about the new deadline, so
-//! that the next waiter is served when this lease ends.
+//! [`fresh_holding`] is the only place a fresh holding is created: for the client of
+//! `LOCK.ACQUIRE`, or for a waiter at a release, a force release, a revoked grant, a lease
+//! timer or a keyspace event. It asks the gate once (`gate::ask`), and only on its word
+//! issues a token and writes the holding.
+//!
+//! When a holding ends, the first queued client gets the lock within the same command or
+//! timer if the gate lets it; otherwise the lock is freed and the waiters stay queued until
+//! the gate lets them be served (a check is armed then). Whoever hands a lock on tells the
+//! lease timers (`expiry.rs`) about the new deadline.
 
 use redis_module::raw;
 
 use crate::error::LockError;
 use crate::ffi::OwnedString;
+use crate::gate::{self, Ask, Verdict};
 use crate::node;
 use crate::reply::Outcome;
 use crate::store::{LockEntry, LockKey, Name, Over, Replicate};
 use crate::token::{self, TOKENS};
-use crate::waiters::{self, handle_of};
+use crate::waiters::{self, handle_of, Waiter};
 use crate::{blocked, counters, publish, registry};
 
-/// Hands the lock to the first waiter, if any: writes its holding (count 1, its lease, a
-/// fresh token) over what the key holds, replicates it, and unblocks it with the token.
-/// Returns when the new holder's lease ends (Unix ms).
-pub fn hand_off(
+/// Who a fresh holding is for.
+pub struct Claim<'a> {
+    pub owner: Name<'a>,
+    pub lease_ms: i64,
+    /// The waiter's `WAIT` limit (Unix ms), if it is a waiter with one.
+    pub wait_until: Option<i64>,
+    /// Asked inside a client's command (an acquire, a release), not a timer or an event.
+    pub in_command: bool,
+}
+
+/// What the door said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Door {
+    /// The holding is written: its token and when its lease ends (Unix ms).
+    Held { token: i64, deadline_ms: i64 },
+    /// The gate said no (not `Go`).
+    Shut(Verdict),
+}
+
+/// The one door: asks the gate once, and on its word writes a fresh holding of `claim`
+/// (count 1, a fresh token) over what `key` holds, replicated.
+pub fn fresh_holding(
     ctx: *mut raw::RedisModuleCtx,
-    db: registry::Db,
     key: &LockKey,
     over: Over,
-) -> Result<Option<i64>, LockError> {
-    if !waiters::any() {
-        return Ok(None);
+    claim: &Claim<'_>,
+) -> Result<Door, LockError> {
+    let ask = Ask {
+        key: key.name(),
+        key_here: over == Over::Other,
+        wait_until: claim.wait_until,
+        in_command: claim.in_command,
+    };
+    match gate::ask(ctx, &ask) {
+        Verdict::Go => {}
+        shut => return Ok(Door::Shut(shut)),
     }
-    let Some(waiter) = waiters::pop_first(db, key.name()) else {
-        return Ok(None);
-    };
-    let Ok(token) = TOKENS.issue(token::now_us()) else {
-        let refused = LockError::TokensExhausted.to_string();
-        blocked::refuse(ctx, vec![waiter], &refused);
-        return Err(LockError::TokensExhausted);
-    };
-    blocked::stop_deadline(ctx, waiter.deadline_timer);
-    let deadline_ms = node::now_ms().saturating_add(waiter.lease_ms);
-    let owner = OwnedString::new(ctx, &waiter.owner)?;
+    let now_us = token::now_us();
+    let token = TOKENS
+        .issue(now_us)
+        .map_err(|_| LockError::TokensExhausted)?;
+    let deadline_ms = now_us.div_euclid(1000).saturating_add(claim.lease_ms);
     let holding = LockEntry {
-        owner: Name::of(&owner),
+        owner: claim.owner,
         holds: 1,
         token,
         deadline_ms,
     };
     key.write_holding(&holding, over)?;
-    let bc = handle_of(waiter.client);
-    let grant = registry::Grant {
-        db,
-        key: key.name().to_vec(),
-        owner: waiter.owner,
-        token,
+    Ok(Door::Held { token, deadline_ms })
+}
+
+/// What became of a lock's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handed {
+    /// The first waiter holds the lock; its lease ends then (Unix ms).
+    To(i64),
+    /// Nobody could be served now: ask again at this time (Unix ms).
+    NotNow(i64),
+    /// Nobody waits (any more).
+    Nobody,
+}
+
+/// Hands the lock to the first waiter the gate lets have it: waiters whose `WAIT` ran out
+/// get nil on the way; a gate that refuses sends the whole queue away.
+pub fn hand_off(
+    ctx: *mut raw::RedisModuleCtx,
+    db: registry::Db,
+    key: &LockKey,
+    over: Over,
+    in_command: bool,
+) -> Result<Handed, LockError> {
+    // Bounded by the queue: each turn that does not return takes one waiter out.
+    for _ in 0..=waiters::queue_len(db, key.name()) {
+        let Some(first) = waiters::first(db, key.name()) else {
+            return Ok(Handed::Nobody);
+        };
+        let owner = OwnedString::new(ctx, &first.owner)?;
+        let claim = Claim {
+            owner: Name::of(&owner),
+            lease_ms: first.lease_ms,
+            wait_until: first.wait_until,
+            in_command,
+        };
+        let shut = match fresh_holding(ctx, key, over, &claim) {
+            Ok(Door::Held { token, deadline_ms }) => {
+                grant(ctx, db, key.name(), token)?;
+                return Ok(Handed::To(deadline_ms));
+            }
+            Ok(Door::Shut(verdict)) => verdict,
+            Err(e) => {
+                blocked::refuse_queue(ctx, db, key.name(), &e.to_string());
+                return Err(e);
+            }
+        };
+        match shut {
+            Verdict::Expired => time_out_first(ctx, db, key.name()),
+            Verdict::Later(at) => return Ok(Handed::NotNow(at)),
+            Verdict::Refuse(text) => blocked::refuse_queue(ctx, db, key.name(), &text),
+            Verdict::Go => {}
+        }
+    }
+    Ok(Handed::Nobody)
+}
+
+/// The first waiter of `key` was just written the holding with `token`: it leaves the
+/// queue and gets the token.
+fn grant(
+    ctx: *mut raw::RedisModuleCtx,
+    db: registry::Db,
+    key: &[u8],
+    token: i64,
+) -> Result<(), LockError> {
+    let Some(waiter) = waiters::pop_first(db, key) else {
+        return Ok(());
     };
-    waiters::record_grant(bc, grant);
+    blocked::stop_deadline(ctx, waiter.deadline_timer);
+    let bc = handle_of(waiter.client);
+    let Waiter { owner, .. } = waiter;
+    let key = key.to_vec();
+    waiters::record_grant(
+        bc,
+        registry::Grant {
+            db,
+            key,
+            owner,
+            token,
+        },
+    );
     blocked::unblock(bc, Outcome::Granted(token))?;
     counters::HANDOFFS.bump();
-    Ok(Some(deadline_ms))
+    Ok(())
+}
+
+/// The first waiter of `key` is past its `WAIT` limit: it gets nil.
+fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
+    if let Some(waiter) = waiters::pop_first(db, key) {
+        blocked::stop_deadline(ctx, waiter.deadline_timer);
+        // Unblocking cannot fail on a server that could block the client.
+        let _ = blocked::unblock(handle_of(waiter.client), Outcome::TimedOut);
+        counters::WAIT_TIMEOUTS.bump();
+    }
 }
 
 /// The last hold of the lock in `key` is gone (the key still holds it): hand the lock to
-/// the first waiter, or delete it, replicated as `how` says, and publish the release.
+/// the first waiter if the gate lets it, or delete it, replicated as `how` says, and
+/// publish the release. `in_command`: inside a client's command (not a timer).
 pub fn end_holding(
     ctx: *mut raw::RedisModuleCtx,
     key: &LockKey,
     how: Replicate,
-) -> Result<Option<i64>, LockError> {
-    // A release replayed from the master deletes, as it did there; a (writable) replica's
-    // own waiters are not its master's.
+    in_command: bool,
+) -> Result<Handed, LockError> {
+    // A release replayed from the master deletes, as it did there; a replica's own
+    // waiters (there are none: a replica refuses them) are not its master's.
     let handed = if waiters::any() && !node::from_replication(ctx) {
-        hand_off(ctx, node::selected_db(ctx), key, Over::Other)?
+        hand_off(ctx, node::selected_db(ctx), key, Over::Other, in_command)?
     } else {
-        None
+        Handed::Nobody
     };
-    if handed.is_none() {
+    if !matches!(handed, Handed::To(_)) {
         key.delete(how)?;
         // In a cluster the master's message already reached every node (or, sharded, every
         // node of the shard): a replica that replays the release does not send it again.

@@ -32,12 +32,21 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
     });
 }
 
+/// What the server spends on one blocked client, an estimate from measurement: Redis 7.0's
+/// `RM_BlockClient` takes two temporary clients, each with a 16 KiB reply buffer (used_memory
+/// grew by 29 KB per waiter on Redis 7.0.15 and by 27 KB on Valkey 8.1, the clients'
+/// connections aside).
+const BLOCKED_CLIENT_BYTES: usize = 28 * 1024;
+
 fn gauges() -> [(&'static str, i64); 5] {
     let (queued, queues, bytes) = waiters::gauges();
+    let memory = queued
+        .saturating_mul(BLOCKED_CLIENT_BYTES)
+        .saturating_add(bytes);
     [
         ("waiters", to_i64(queued)),
         ("locks_with_waiters", to_i64(queues)),
-        ("waiters_memory", to_i64(bytes)),
+        ("waiters_memory", to_i64(memory)),
         ("next_token", TOKENS.peek(token::now_us())),
         ("failover_delay_remaining", failover_delay_remaining()),
     ]

@@ -7,25 +7,30 @@
 //!
 //! Layout, in layers whose imports only point down (top first; `tests/layering.rs` checks
 //! it):
-//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init;
+//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table (`configs.rs`
+//!   registers each config with callbacks of its own, contained), init;
 //!   `register.rs` hands the command table to Redis; `events.rs` — keyspace events
 //!   (`RESTORE`, `MOVE`), `FLUSHDB`, `SWAPDB`, role changes, the end of loading.
 //! - `commands/` — `mod.rs`: the one table of every command (flags, arity, keys, docs);
 //!   one file per command: synopsis, args with a pure `parse`, and a thin `run`.
 //! - `info.rs` — the `INFO rlock` section; `dispatch.rs` — how Redis calls a command.
 //! - `waiting.rs` — a client's wait: queued, disconnected, a grant it never got revoked.
-//! - `expiry.rs` — lease timers and checks for locks with waiters.
-//! - `handoff.rs` — a holding ends: hand the lock to the first waiter, or free it.
+//! - `expiry.rs` — lease timers and checks for locks with waiters; `heartbeat.rs` — the
+//!   timer that notices stalls and re-arms waiters when the failover delay moves.
+//! - `handoff.rs` — the one door of every fresh holding (it asks the gate), and a holding
+//!   ends: hand the lock to the first waiter, or free it.
 //! - `blocked.rs` — blocking a client, its `WAIT` deadline, unblocking it, its reply.
 //! - `waiters.rs` — the node's waiter registry; `store/` — the lock's hash, its TTL, and
 //!   the replication of every write; `publish.rs` — the release message; `persist.rs` —
 //!   the token counter in the RDB.
 //! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
 //!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
-//!   containment; `config.rs` — the `rlock.*` configs; `inner.rs` — the command
-//!   `LOCK.FENCED` runs (its keys, the call); `fence.rs` — `LOCK.FENCED`'s rules.
+//!   containment; `config.rs` — the `rlock.*` configs; `gate.rs` — the facts the gate
+//!   decides on; `inner.rs` — the command `LOCK.FENCED` runs (its keys, the call);
+//!   `fence.rs` — `LOCK.FENCED`'s rules.
 //! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
-//!   machine), `args.rs`, `error.rs` (every error text), `token.rs`, `channel.rs`,
+//!   machine), `verdict.rs` (the gate's rules), `stall.rs` (the stall clock), `args.rs`,
+//!   `error.rs` (every error text), `token.rs`, `channel.rs`,
 //!   `counters.rs`, `reply.rs`, `spec.rs`.
 #![cfg_attr(
     not(test),
@@ -42,6 +47,7 @@ pub mod channel;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+mod configs;
 mod counters;
 mod dispatch;
 pub mod error;
@@ -52,6 +58,7 @@ mod ffi;
 mod gate;
 mod guard;
 mod handoff;
+mod heartbeat;
 mod info;
 mod inner;
 pub mod lock;
@@ -62,8 +69,10 @@ mod register;
 pub mod registry;
 pub mod reply;
 pub mod spec;
+mod stall;
 mod store;
 pub mod token;
+mod verdict;
 mod waiters;
 mod waiting;
 
@@ -72,14 +81,11 @@ mod module {
     use std::ffi::c_int;
     use std::sync::atomic::AtomicI64;
 
-    use redis_module::configuration::{
-        register_enum_configuration, register_i64_configuration, ConfigurationFlags,
-    };
-    use redis_module::{raw, Context};
+    use redis_module::raw;
 
-    use crate::config::{self, PublishMode};
+    use crate::config;
     use crate::persist::TOKEN_AUX;
-    use crate::{apis, commands, events, guard, register};
+    use crate::{apis, commands, configs, events, guard, register};
 
     #[global_allocator]
     static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
@@ -144,7 +150,7 @@ mod module {
     #[rustfmt::skip]
     const NUMBERS: [(&str, &AtomicI64, i64, i64, i64); 5] = [
         ("default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS),
-        ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 0, config::MAX_TOKEN_GAP),
+        ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 1, config::MAX_TOKEN_GAP),
         ("failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS),
         ("max-waiters", &config::MAX_WAITERS, 0, 0, config::MAX_WAITERS_LIMIT),
         ("max-waiters-per-key", &config::MAX_WAITERS_PER_KEY, 0, 0, config::MAX_WAITERS_LIMIT),
@@ -153,16 +159,13 @@ mod module {
     /// Every `rlock.*` config, then Redis applies the values it was given for them
     /// (`rlock.*` lines of redis.conf, `--rlock.*` flags).
     fn register_configs(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-        let context = Context::new(ctx);
         for (name, value, default, min, max) in NUMBERS {
-            let flags = ConfigurationFlags::DEFAULT;
-            register_i64_configuration(&context, name, value, default, min, max, flags, None);
+            configs::register_number(ctx, name, value, (default, min, max))?;
         }
         if !config::register_channel_prefix(ctx) {
             return Err("cannot register rlock.channel-prefix".to_owned());
         }
-        let (default, flags) = (PublishMode::publish, ConfigurationFlags::DEFAULT);
-        register_enum_configuration(&context, "publish", &config::PUBLISH, default, flags, None);
+        configs::register_publish(ctx)?;
         let load_configs = unsafe { raw::RedisModule_LoadConfigs }.ok_or("no LoadConfigs")?;
         if unsafe { load_configs(ctx) } == ERR {
             return Err("a rlock.* config has a bad value".to_owned());

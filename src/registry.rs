@@ -6,12 +6,14 @@
 //! - a waiter leaves the registry exactly once, whoever takes it (a handoff, its `WAIT`
 //!   running out, its disconnection), so it gets exactly one reply;
 //! - a grant is taken exactly once: by its reply, or by a revocation when its client left;
-//! - a lock has at most one pending check per time, the earliest.
+//! - a lock has at most one pending check per time, the earliest, and one live lease timer:
+//!   a timer replaced by an earlier one is handed back to be stopped.
 //!
 //! `C` identifies a blocked client (the module uses the handle's address).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
+use std::rc::Rc;
 
 /// A database number.
 pub type Db = i32;
@@ -26,6 +28,9 @@ pub struct Waiter<C> {
     pub lease_ms: i64,
     /// The timer that ends its `WAIT`, if it has a limit.
     pub deadline_timer: Option<u64>,
+    /// When its `WAIT` runs out (Unix ms, server time), if it has a limit: past it, the
+    /// waiter is never granted the lock, even before its timer has fired.
+    pub wait_until: Option<i64>,
 }
 
 /// A lock handed to a waiter whose reply has not gone out yet.
@@ -42,6 +47,8 @@ struct Queue<C> {
     waiters: VecDeque<Waiter<C>>,
     /// When the earliest pending check of this lock fires (Unix ms).
     check_at: Option<i64>,
+    /// The timer of that check, until it fires or is replaced.
+    check_timer: Option<u64>,
 }
 
 impl<C> Default for Queue<C> {
@@ -49,16 +56,18 @@ impl<C> Default for Queue<C> {
         Queue {
             waiters: VecDeque::new(),
             check_at: None,
+            check_timer: None,
         }
     }
 }
 
-/// Every queue, grant and pending check of one node.
+/// Every queue, grant and pending check of one node. A lock's name is stored once, shared
+/// by its queue and the index entries of its waiters.
 #[derive(Debug)]
 pub struct Registry<C> {
-    dbs: HashMap<Db, HashMap<Vec<u8>, Queue<C>>>,
+    dbs: HashMap<Db, HashMap<Rc<[u8]>, Queue<C>>>,
     /// Where each queued client waits.
-    index: HashMap<C, (Db, Vec<u8>)>,
+    index: HashMap<C, (Db, Rc<[u8]>)>,
     /// Clients handed a lock whose reply has not gone out yet.
     handed: HashMap<C, Grant>,
     /// An estimate of the bytes the queued waiters take.
@@ -77,34 +86,46 @@ impl<C> Default for Registry<C> {
 }
 
 /// What one queued waiter costs, roughly: its entry in a queue with its owner id, and its
-/// entry in the index with a copy of the key.
-fn cost<C>(key: &[u8], waiter: &Waiter<C>) -> usize {
+/// entry in the index.
+fn cost<C>(waiter: &Waiter<C>) -> usize {
     std::mem::size_of::<Waiter<C>>()
         + waiter.owner.len()
-        + std::mem::size_of::<(C, (Db, Vec<u8>))>()
-        + key.len()
+        + std::mem::size_of::<(C, (Db, Rc<[u8]>))>()
+}
+
+/// What one queue costs besides its waiters: its entry, with the lock's name.
+fn queue_cost<C>(key: &[u8]) -> usize {
+    std::mem::size_of::<(Rc<[u8]>, Queue<C>)>() + 2 * std::mem::size_of::<usize>() + key.len()
 }
 
 impl<C: Copy + Eq + Hash> Registry<C> {
     /// Queues a client at the end of the queue of `key`.
     pub fn enqueue(&mut self, db: Db, key: &[u8], waiter: Waiter<C>) {
-        self.bytes += cost(key, &waiter);
-        self.index.insert(waiter.client, (db, key.to_vec()));
-        let queue = self.dbs.entry(db).or_default();
-        queue
-            .entry(key.to_vec())
-            .or_default()
-            .waiters
-            .push_back(waiter);
+        self.bytes += cost(&waiter);
+        let queues = self.dbs.entry(db).or_default();
+        let name = match queues.get_key_value(key) {
+            Some((name, _)) => Rc::clone(name),
+            None => {
+                self.bytes += queue_cost::<C>(key);
+                Rc::from(key)
+            }
+        };
+        self.index.insert(waiter.client, (db, Rc::clone(&name)));
+        queues.entry(name).or_default().waiters.push_back(waiter);
     }
 
     /// Takes the first waiter of `key` out of its queue.
     pub fn pop_first(&mut self, db: Db, key: &[u8]) -> Option<Waiter<C>> {
         let waiter = self.queue_mut(db, key)?.waiters.pop_front()?;
-        self.bytes = self.bytes.saturating_sub(cost(key, &waiter));
+        self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&waiter.client);
         self.drop_if_empty(db, key);
         Some(waiter)
+    }
+
+    /// The first waiter of `key`, left in its queue.
+    pub fn first(&self, db: Db, key: &[u8]) -> Option<&Waiter<C>> {
+        self.dbs.get(&db)?.get(key)?.waiters.front()
     }
 
     /// Takes a queued client out of its queue: only the waiter `id`, when given.
@@ -116,7 +137,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .iter()
             .position(|w| w.client == client && id.is_none_or(|id| w.id == id))?;
         let waiter = queue.waiters.remove(at)?;
-        self.bytes = self.bytes.saturating_sub(cost(&key, &waiter));
+        self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&client);
         self.drop_if_empty(db, &key);
         Some(waiter)
@@ -185,7 +206,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         self.dbs
             .iter()
             .filter(|(d, _)| db.is_none_or(|db| **d == db))
-            .flat_map(|(d, queues)| queues.keys().map(move |k| (*d, k.clone())))
+            .flat_map(|(d, queues)| queues.keys().map(move |k| (*d, k.to_vec())))
             .collect()
     }
 
@@ -202,11 +223,21 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         }
     }
 
-    /// A check of `key` ran at `now`: forget a pending time that has passed.
-    pub fn check_ran(&mut self, db: Db, key: &[u8], now: i64) {
+    /// Records `timer` as the timer of the check just claimed for `key`; returns the timer
+    /// it replaces, which has not fired and is to be stopped.
+    pub fn replace_check_timer(&mut self, db: Db, key: &[u8], timer: u64) -> Option<u64> {
+        self.queue_mut(db, key)?.check_timer.replace(timer)
+    }
+
+    /// The check of `timer` ran at `now`: forget a pending time that has passed, and the
+    /// timer, which has fired.
+    pub fn check_ran(&mut self, db: Db, key: &[u8], now: i64, timer: u64) {
         if let Some(q) = self.queue_mut(db, key) {
             if q.check_at.is_some_and(|t| t <= now) {
                 q.check_at = None;
+            }
+            if q.check_timer == Some(timer) {
+                q.check_timer = None;
             }
         }
     }
@@ -219,6 +250,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         if let Some(queues) = self.dbs.get_mut(&db) {
             if queues.get(key).is_some_and(|q| q.waiters.is_empty()) {
                 queues.remove(key);
+                self.bytes = self.bytes.saturating_sub(queue_cost::<C>(key));
             }
             if queues.is_empty() {
                 self.dbs.remove(&db);

@@ -9,6 +9,7 @@ fn waiter(client: usize, id: u64) -> Waiter<usize> {
         owner: format!("owner-{client}").into_bytes(),
         lease_ms: 1000,
         deadline_timer: None,
+        wait_until: None,
     }
 }
 
@@ -124,6 +125,46 @@ fn only_the_earliest_check_is_kept() {
     assert!(r.claim_check(0, b"k", 100));
     assert!(!r.claim_check(0, b"k", 150), "a later check is covered");
     assert!(r.claim_check(0, b"k", 50), "an earlier one is needed");
-    r.check_ran(0, b"k", 60);
+    r.check_ran(0, b"k", 60, 0);
     assert!(r.claim_check(0, b"k", 100), "the pending time has passed");
+}
+
+#[test]
+fn a_replaced_check_hands_back_its_timer_and_a_fired_one_is_forgotten() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"k", waiter(1, 1));
+    assert!(r.claim_check(0, b"k", 100));
+    assert_eq!(r.replace_check_timer(0, b"k", 7), None);
+    assert!(r.claim_check(0, b"k", 50), "an earlier one is needed");
+    assert_eq!(
+        r.replace_check_timer(0, b"k", 8),
+        Some(7),
+        "timer 7 is stopped"
+    );
+    r.check_ran(0, b"k", 50, 8);
+    assert!(r.claim_check(0, b"k", 90));
+    assert_eq!(r.replace_check_timer(0, b"k", 9), None, "timer 8 has fired");
+    assert_eq!(
+        r.replace_check_timer(1, b"k", 9),
+        None,
+        "nobody waits there"
+    );
+}
+
+#[test]
+fn a_lock_name_is_kept_once_for_all_its_waiters() {
+    let mut r = Registry::default();
+    let key = [b'x'; 1000];
+    r.enqueue(0, &key, waiter(1, 1));
+    let one = r.memory();
+    r.enqueue(0, &key, waiter(2, 2));
+    let second = r.memory() - one;
+    assert!(
+        second < 500,
+        "a second waiter cost {second} bytes: the key was copied"
+    );
+    assert_eq!(r.pop_first(0, &key).map(|w| w.client), Some(1));
+    assert_eq!(r.take(2, None).map(|w| w.client), Some(2));
+    assert_eq!(r.memory(), 0);
+    assert_eq!(r.queued_keys(None), Vec::<(Db, Vec<u8>)>::new());
 }

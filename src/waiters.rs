@@ -75,6 +75,14 @@ pub fn pop_first(db: Db, key: &[u8]) -> Option<Waiter> {
     with(|r| r.pop_first(db, key))
 }
 
+/// The first waiter of `key` (a copy), left in its queue.
+pub fn first(db: Db, key: &[u8]) -> Option<Waiter> {
+    if !any() {
+        return None;
+    }
+    with(|r| r.first(db, key).cloned())
+}
+
 /// Takes a queued client out of its queue (only the waiter `id`, when given).
 pub fn take(bc: Bc, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(id_of(bc), id))
@@ -105,9 +113,14 @@ pub fn claim_check(db: Db, key: &[u8], at: i64) -> bool {
     with(|r| r.claim_check(db, key, at))
 }
 
-/// A check of `key` ran at `now`.
-pub fn check_ran(db: Db, key: &[u8], now: i64) {
-    with(|r| r.check_ran(db, key, now));
+/// Records `timer` as the timer of the check just claimed; returns the one it replaces.
+pub fn replace_check_timer(db: Db, key: &[u8], timer: u64) -> Option<u64> {
+    with(|r| r.replace_check_timer(db, key, timer))
+}
+
+/// The check of `timer` on `key` ran at `now`.
+pub fn check_ran(db: Db, key: &[u8], now: i64, timer: u64) {
+    with(|r| r.check_ran(db, key, now, timer));
 }
 
 /// The locks with waiters, in `db` or in every db.

@@ -16,34 +16,36 @@ use crate::waiters::{self, id_of, Bc, Waiter};
 use crate::{blocked, config, counters, expiry, guard, handoff, node};
 
 /// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
-/// will hold the lock with a lease of `lease_ms`.
+/// will hold the lock with a lease of `lease_ms`. `held_back`: the gate holds a free lock
+/// back until then (the failover delay, a stall...), when a check serves the queue.
 pub fn wait(
     ctx: *mut raw::RedisModuleCtx,
     db: Db,
     key: &LockKey,
     owner: &[u8],
-    lease_ms: i64,
-    wait_ms: i64,
+    (lease_ms, wait_ms): (i64, i64),
+    held_back: Option<i64>,
 ) -> Result<(), LockError> {
     admit(db, key.name())?;
     let blocked = blocked::block(ctx, wait_ms, forget_disconnected)?;
+    let now = node::now_ms();
     let waiter = Waiter {
         id: blocked.id,
         client: id_of(blocked.bc),
         owner: owner.to_vec(),
         lease_ms,
         deadline_timer: blocked.deadline_timer,
+        wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
     };
     waiters::enqueue(db, key.name(), waiter);
     // The client is blocked now: whatever happens next, the command's reply is sent later.
-    // A lock without a lease is checked on events only; one held back by the failover delay
-    // when the delay ends.
-    let now = node::now_ms();
+    // A lock without a lease is checked on events only; a free one held back by the gate
+    // when the gate said to ask again.
     let lease_end = match key.ttl_ms() {
         Ok(ttl @ 0..) => Some(now.saturating_add(ttl)),
         _ => None,
     };
-    if let Some(at) = lease_end.or_else(|| gate::fenced_until(now)) {
+    if let Some(at) = lease_end.or(held_back) {
         expiry::arm(ctx, db, key.name(), at);
     }
     Ok(())
@@ -94,10 +96,13 @@ extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let grant = unsafe { Box::from_raw(data.cast::<Grant>()) };
     guard::callback("revoking an undelivered grant", || {
         match gate::writes(ctx) {
-            Verdict::Go => revoke_grant(ctx, &grant),
-            Verdict::Later(ms) => schedule_revoke(ctx, *grant, ms),
+            Verdict::Later(at) => {
+                let delay = at.saturating_sub(node::now_ms());
+                schedule_revoke(ctx, *grant, delay)
+            }
             // A replica takes its master's word on the lock: the lease ends it there.
             Verdict::Refuse(_) => Ok(()),
+            Verdict::Go | Verdict::Expired => revoke_grant(ctx, &grant),
         }
     });
 }
@@ -119,7 +124,7 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
             key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
-            let handed = handoff::end_holding(ctx, &key, Replicate::Del)?;
+            let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
             expiry::handed(ctx, key.name(), handed);
         }
         ReleaseStep::NotHeld => return Ok(()),

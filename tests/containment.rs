@@ -181,3 +181,36 @@ fn lock_commands_are_in_acl_categories_where_the_server_allows_it() {
         assert!(!hash.iter().any(|c| c.starts_with("lock.")), "{hash:?}");
     }
 }
+
+/// Every function of the module that Redis calls (`extern "C"`) runs its body in `guard`'s
+/// `catch_unwind`, and no callback is left to `redis-module`'s generated ones (its config
+/// registration helpers catch no panic).
+#[test]
+fn every_callback_redis_calls_is_contained() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bare = Vec::new();
+    for path in sources(&src) {
+        let text = fs::read_to_string(&path).expect("read a source");
+        for helper in ["register_i64_configuration", "register_enum_configuration"] {
+            if text.contains(helper) {
+                bare.push(format!("{}: {helper}", path.display()));
+            }
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            if !line.contains("extern \"C\" fn ") {
+                continue;
+            }
+            // The body's first lines: past the signature, the first statement is the guard.
+            let body = lines[at..lines.len().min(at + 12)].join("\n");
+            if !body.contains("guard::") && !line.contains("RedisModule_OnLoad") {
+                bare.push(format!("{}:{}: {}", path.display(), at + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "callbacks without containment:\n{}",
+        bare.join("\n")
+    );
+}

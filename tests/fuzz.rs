@@ -9,13 +9,14 @@ use redis::Value;
 use support::{error_text, key_state, raw, try_raw, KeyState, Rng, Server};
 
 const COMMANDS: usize = 12_000;
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "lock.acquire",
     "lock.release",
     "lock.renew",
     "lock.info",
     "lock.forcerelease",
     "lock.apply",
+    "lock.raise",
 ];
 /// Keys the fuzzer uses; none of them is a canary.
 const FUZZ_KEYS: [&str; 4] = ["fz:0", "fz:1", "fz:{2}", "fz:3"];

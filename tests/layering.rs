@@ -14,7 +14,8 @@ const LAYERS: Layers = &[
         "pure",
         &[
             &[
-                "error", "token", "channel", "counters", "registry", "reply", "spec",
+                "error", "token", "channel", "counters", "registry", "reply", "spec", "stall",
+                "verdict",
             ],
             &["args"],
             &["lock"],
@@ -26,12 +27,16 @@ const LAYERS: Layers = &[
             &["ffi", "apis", "cluster"],
             &["guard", "node", "register", "fence"],
             &["config"],
+            &["configs"],
             &["gate", "inner"],
         ],
     ),
     ("state", &[&["waiters", "store", "publish"], &["persist"]]),
     ("blocked clients", &[&["blocked"]]),
-    ("handoff", &[&["handoff"], &["expiry"], &["waiting"]]),
+    (
+        "handoff",
+        &[&["handoff"], &["expiry"], &["waiting", "heartbeat"]],
+    ),
     (
         "commands and events",
         &[&["dispatch"], &["commands", "info", "events"]],

@@ -213,3 +213,52 @@ fn a_hash_written_by_hand_in_lock_shape_is_a_lock() {
     assert_eq!(int(&mut con, &["LOCK.ACQUIRE", "lock:h", "a"]), 77);
     assert_eq!(int(&mut con, &["LOCK.RELEASE", "lock:h", "a"]), 2);
 }
+
+/// A lock whose hash is a hashtable with many empty buckets (it once had many fields, and
+/// was not shrunk while a fork ran) is read whole: every command sees the lock, not
+/// `WRONGTYPE key is not a lock`.
+#[test]
+fn a_lock_in_a_large_hashtable_is_a_lock() {
+    let server = Server::start();
+    let mut con = server.conn();
+    for key in ["pad:1", "pad:2", "pad:3"] {
+        raw(&mut con, &["SET", key, "x"]);
+    }
+    // A BGSAVE child that takes ~0.3 s: the hash is not resized meanwhile.
+    raw(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    raw(&mut con, &["BGSAVE"]);
+    let mut pipe = redis::pipe();
+    for i in 0..2000 {
+        pipe.cmd("HSET")
+            .arg("big")
+            .arg(format!("f{i}"))
+            .arg("v")
+            .ignore();
+    }
+    pipe.cmd("HSET")
+        .arg("big")
+        .arg("o")
+        .arg("1")
+        .arg("@token")
+        .arg("7")
+        .ignore();
+    for i in 0..2000 {
+        pipe.cmd("HDEL").arg("big").arg(format!("f{i}")).ignore();
+    }
+    let _: () = pipe.query(&mut con).expect("build the hash");
+    raw(&mut con, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    assert_eq!(
+        raw(&mut con, &["PEXPIRE", "big", "60000"]),
+        redis::Value::Int(1)
+    );
+    let info = support::pairs(&raw(&mut con, &["LOCK.INFO", "big"]));
+    assert_eq!(support::field(&info, "token"), Some(&redis::Value::Int(7)));
+    assert_eq!(support::field(&info, "holds"), Some(&redis::Value::Int(1)));
+    assert_eq!(
+        raw(&mut con, &["LOCK.ACQUIRE", "big", "p"]),
+        redis::Value::Nil
+    );
+    assert_eq!(int(&mut con, &["LOCK.ACQUIRE", "big", "o"]), 7);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "big", "o"]), 1);
+    assert_eq!(int(&mut con, &["LOCK.FORCERELEASE", "big"]), 1);
+}

@@ -123,3 +123,76 @@ fn a_grant_whose_waiter_is_gone_before_its_reply_is_revoked_and_counted() {
     assert_eq!(stat(&mut con, "rlock_handoffs"), 1);
     assert_eq!(int(&mut con, &["EXISTS", "k"]), 0);
 }
+
+// ---------------------------------------------------------------- lease timers
+
+fn used_memory(con: &mut redis::Connection) -> i64 {
+    support::info_field(con, "memory", "used_memory")
+        .and_then(|v| v.parse().ok())
+        .expect("INFO memory has used_memory")
+}
+
+/// Renewals that shorten the lease of a lock with waiters, once each: every one needs a
+/// check earlier than the pending one, and the pending one's timer must go, not pile up
+/// (100,000 such renewals left ~13 MB of live timers).
+#[test]
+fn renewals_that_shorten_a_lease_leave_no_timers_behind() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let rounds: i64 = 100_000;
+    let lease = (10 * rounds + 3_600_000).to_string();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a", "LEASE", &lease]);
+    let mut waiter = enqueue(&server, &mut con, &["k", "b", "WAIT", "0"]);
+    let renew = |from: i64| {
+        let mut pipe = redis::pipe();
+        for i in from..from + rounds / 2 {
+            let lease = 3_600_000 + 10 * (rounds - i);
+            pipe.cmd("LOCK.RENEW")
+                .arg("k")
+                .arg("a")
+                .arg("LEASE")
+                .arg(lease);
+        }
+        pipe
+    };
+    let _: Vec<i64> = renew(0).query(&mut con).expect("renewals");
+    let before = used_memory(&mut con);
+    let renewed: Vec<i64> = renew(rounds / 2).query(&mut con).expect("renewals");
+    assert!(renewed.iter().all(|r| *r == 1), "a renewal was refused");
+    let grown = used_memory(&mut con) - before;
+    assert!(
+        grown < 1_000_000,
+        "{} renewals grew used_memory by {grown} bytes",
+        rounds / 2
+    );
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", "k", "a"]), 0);
+    assert!(token(waiter.reply()) > 0);
+}
+
+// ---------------------------------------------------------------- waiters' memory
+
+/// `waiters_memory` tells what queued clients cost the server, within a factor of two of
+/// what `used_memory` shows (their connections, opened before, aside).
+#[test]
+fn waiters_memory_is_within_a_factor_of_two_of_what_they_cost() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a", "LEASE", "600000"]);
+    let count: i64 = 200;
+    let mut waiters: Vec<Wire> = (0..count).map(|_| Wire::connect(&server)).collect();
+    for waiter in &mut waiters {
+        assert_eq!(waiter.call(&["PING"]), Reply::Status("PONG".to_owned()));
+    }
+    let before = used_memory(&mut con);
+    for (i, waiter) in waiters.iter_mut().enumerate() {
+        waiter.send(&["LOCK.ACQUIRE", "k", &format!("w{i}"), "WAIT", "0"]);
+    }
+    let queued = wait_until(LIMIT, || stat(&mut con, "rlock_waiters") == count);
+    assert!(queued, "the waiters did not queue");
+    let grown = used_memory(&mut con) - before;
+    let reported = stat(&mut con, "rlock_waiters_memory");
+    assert!(
+        reported * 2 >= grown && reported <= grown * 2,
+        "{count} waiters: waiters_memory {reported}, used_memory grew by {grown}"
+    );
+}

@@ -159,7 +159,10 @@ fn info_exits_2_on_errors_and_durations_take_fractions() {
         .expect("run rlock");
     server.resume();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "someone"]);
+    // A server stopped for over a second grants nothing for a while after it resumes (it
+    // may have been failed over meanwhile): poll until it grants again.
+    let take = || server.cmd::<Option<u64>>(&["LOCK.ACQUIRE", "job", "someone"]);
+    assert!(poll(Duration::from_secs(10), || take().is_some()));
     let started = Instant::now();
     let out = rlock(&server, &["run", "job", "--wait", "0.3", "--", "true"])
         .output()

@@ -22,6 +22,7 @@ use crate::guard::Guard;
 use crate::options::LockOptions;
 use crate::pool::WaitConn;
 use crate::recover::{Next, Setbacks};
+use crate::turns::Turn;
 use crate::wait::Wait;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
@@ -67,20 +68,32 @@ struct Acquisition {
 
 impl Acquisition {
     async fn run(mut self, limit: Option<Duration>) {
-        let outcome = self.acquire(limit).await;
+        let deadline = limit.map(|limit| Instant::now() + limit);
+        // The turn of this owner on this key (see `turns.rs`), kept until the grant is
+        // either a guard the caller has or released.
+        let turn = tokio::select! {
+            biased;
+            () = self.reply.closed() => return,
+            turn = self.core.take_turn(&self.key, &self.owner, deadline) => turn,
+        };
+        let outcome = match &turn {
+            Some(turn) => self.acquire(deadline, turn).await,
+            None => Ok(None),
+        };
         if let Err(Ok(Some(guard))) = self.reply.send(outcome) {
             tracing::debug!(key = %guard.key(), owner = %guard.owner(), "acquire cancelled after the grant; releasing");
             if let Err(err) = guard.release().await {
                 tracing::warn!(%err, "could not release the hold of a cancelled acquire");
             }
         }
+        drop(turn);
     }
 
-    async fn acquire(&mut self, limit: Option<Duration>) -> Outcome {
+    async fn acquire(&mut self, deadline: Option<Instant>, turn: &Turn) -> Outcome {
         if self.core.is_closed() {
             return Err(Error::Closed);
         }
-        let Some((token, at, conn)) = self.attempt(limit).await? else {
+        let Some((token, at, conn)) = self.attempt(deadline, turn).await? else {
             return Ok(None);
         };
         let guard = Guard::new(&self.core, &self.key, &self.owner, token, self.options, at);
@@ -105,12 +118,11 @@ impl Acquisition {
         }
     }
 
-    /// Acquires until the deadline of `limit`, recovering from errors (see `recover.rs`).
-    async fn attempt(&mut self, limit: Option<Duration>) -> Result<Option<Granted>> {
-        let deadline = limit.map(|limit| Instant::now() + limit);
+    /// Acquires until `deadline`, recovering from errors (see `recover.rs`).
+    async fn attempt(&mut self, deadline: Option<Instant>, turn: &Turn) -> Result<Option<Granted>> {
         let mut setbacks = Setbacks::default();
         loop {
-            let err = match self.attempt_once(deadline).await {
+            let err = match self.attempt_once(deadline, turn, &mut setbacks).await {
                 Ok(granted) => return Ok(granted),
                 Err(err) => err,
             };
@@ -125,17 +137,29 @@ impl Acquisition {
     }
 
     /// One try, then waiting until `deadline` (`None`: without limit).
-    async fn attempt_once(&mut self, deadline: Option<Instant>) -> Result<Option<Granted>> {
+    async fn attempt_once(
+        &mut self,
+        deadline: Option<Instant>,
+        turn: &Turn,
+        setbacks: &mut Setbacks,
+    ) -> Result<Option<Granted>> {
         if let Some(granted) = self.try_once().await? {
             return Ok(Some(granted));
         }
+        setbacks.answered();
         if deadline.is_some_and(|d| d <= Instant::now()) || self.reply.is_closed() {
             return Ok(None);
         }
         tracing::debug!(key = %self.key, owner = %self.owner, "lock busy; waiting");
         let waiting = wait_of(&self.core, &self.key, &self.owner, &self.options, deadline);
         loop {
-            match waiting.run(&mut self.reply).await? {
+            turn.set_queued(true);
+            let waited = waiting.run(&mut self.reply).await;
+            turn.set_queued(false);
+            if matches!(waited, Err(Error::Unresponsive { .. })) {
+                setbacks.wait_abandoned();
+            }
+            match waited? {
                 Some((token, conn)) => match waiting.renew(token).await? {
                     Some(at) => return Ok(Some((token, at, Some(conn)))),
                     None => {

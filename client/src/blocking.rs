@@ -3,7 +3,13 @@
 //! hold on it, and must release as many times.
 //!
 //! The [`BlockingClient`] runs a small tokio runtime of its own for the watchdog and the
-//! connections. Use it from plain threads, not from inside an async runtime.
+//! connections. Use it from plain threads, not from inside an async runtime: there its
+//! calls fail with [`Error::InvalidArgument`] (and a guard dropped there is released in the
+//! background).
+//!
+//! A thread's owner id is kept while the thread has guards (or asked for its id), and
+//! forgotten when its last guard is released: a thread that holds nothing reenters
+//! nothing.
 //!
 //! ```no_run
 //! use rlock_client::blocking::BlockingClient;
@@ -19,12 +25,9 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::Duration;
-
-use tokio::runtime::{Builder, Runtime};
 
 use crate::client::{Client, Owner};
 use crate::config::ClientOptions;
@@ -34,45 +37,14 @@ use crate::holding::LostSignal;
 use crate::info::LockInfo;
 use crate::lock::Lock;
 use crate::options::LockOptions;
-
-/// A runtime that is shut down without waiting, wherever it is dropped.
-#[derive(Debug)]
-struct Rt(Option<Runtime>);
-
-impl Rt {
-    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        match &self.0 {
-            Some(rt) => rt.block_on(f),
-            None => unreachable!("the runtime lives until Rt is dropped"),
-        }
-    }
-}
-
-impl Drop for Rt {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-/// The runtime of one blocking client: one worker thread for its background work.
-fn runtime() -> Result<Rt> {
-    let rt = Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("rlock-client")
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Redis(e.into()))?;
-    Ok(Rt(Some(rt)))
-}
+use crate::per_thread::{runtime, Rt, Threads};
 
 /// A blocking client; cheap to clone. Owner ids are per thread: `<client id>:<n>`.
 #[derive(Clone)]
 pub struct BlockingClient {
     client: Client,
     rt: Arc<Rt>,
-    threads: Arc<Mutex<HashMap<ThreadId, Arc<str>>>>,
+    threads: Arc<Threads>,
 }
 
 impl std::fmt::Debug for BlockingClient {
@@ -132,11 +104,17 @@ impl BlockingClient {
     }
 
     fn owner(&self) -> Owner {
-        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = threads
-            .entry(std::thread::current().id())
-            .or_insert_with(|| self.client.next_owner_id().into());
-        Owner::with_id(&self.client, id.clone())
+        let thread = std::thread::current().id();
+        let id = self
+            .threads
+            .id(thread, || self.client.next_owner_id().into());
+        Owner::with_id(&self.client, id)
+    }
+
+    /// How many threads this client keeps an owner id for: those with guards (or that asked
+    /// for their id and hold nothing yet).
+    pub fn owners(&self) -> usize {
+        self.threads.map().len()
     }
 
     /// The state of lock `name`, or `None` if it is free; see [`Client::info`].
@@ -182,18 +160,16 @@ impl BlockingLock {
 
     /// Acquires the lock as the calling thread; see [`Lock::acquire`](crate::Lock::acquire).
     pub fn acquire(&self) -> Result<BlockingGuard> {
-        let guard = self.client.rt.block_on(self.as_thread().acquire())?;
-        Ok(self.wrap(guard))
+        let guard = self.client.rt.block_on(self.as_thread().acquire());
+        let guard = self.wrap(guard.map(Some))?;
+        guard.ok_or_else(|| Error::internal("an acquisition ended without a guard"))
     }
 
     /// Tries to acquire the lock as the calling thread, waiting up to `wait`; see
     /// [`Lock::try_acquire`](crate::Lock::try_acquire).
     pub fn try_acquire(&self, wait: Duration) -> Result<Option<BlockingGuard>> {
-        let guard = self
-            .client
-            .rt
-            .block_on(self.as_thread().try_acquire(wait))?;
-        Ok(guard.map(|g| self.wrap(g)))
+        let guard = self.client.rt.block_on(self.as_thread().try_acquire(wait));
+        self.wrap(guard)
     }
 
     /// The lock, acquired as the calling thread's owner.
@@ -201,11 +177,22 @@ impl BlockingLock {
         self.client.owner().lock(&self.key).options(self.options)
     }
 
-    fn wrap(&self, guard: Guard) -> BlockingGuard {
-        BlockingGuard {
+    /// The calling thread's guard, counted; an acquisition that got none forgets the
+    /// thread's id if it holds nothing else.
+    fn wrap(&self, got: Result<Option<Guard>>) -> Result<Option<BlockingGuard>> {
+        let thread = std::thread::current().id();
+        let threads = &self.client.threads;
+        let Ok(Some(guard)) = got else {
+            threads.ended(thread, None);
+            return got.map(|_| None);
+        };
+        threads.held(thread, guard.owner());
+        Ok(Some(BlockingGuard {
             guard,
             rt: self.client.rt.clone(),
-        }
+            threads: threads.clone(),
+            thread,
+        }))
     }
 }
 
@@ -216,6 +203,9 @@ impl BlockingLock {
 pub struct BlockingGuard {
     guard: Guard,
     rt: Arc<Rt>,
+    threads: Arc<Threads>,
+    /// The thread that acquired it, whose owner id it holds.
+    thread: ThreadId,
 }
 
 impl BlockingGuard {
@@ -260,9 +250,10 @@ impl BlockingGuard {
     }
 
     /// Blocks until the lock is lost or `timeout` passes; the loss reason, if lost.
+    /// Inside an async runtime it cannot block, and answers `None`.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LossReason> {
-        let lost = async { tokio::time::timeout(timeout, self.guard.lost()).await };
-        self.rt.block_on(lost).ok()
+        let lost = async { Ok(tokio::time::timeout(timeout, self.guard.lost()).await.ok()) };
+        self.rt.block_on(lost).ok().flatten()
     }
 
     /// Runs `cmd` only while this holding is the lock's current one; see [`Guard::fenced`].
@@ -270,8 +261,14 @@ impl BlockingGuard {
         self.rt.block_on(self.guard.fenced(cmd))
     }
 
-    /// Releases this one hold; see [`Guard::release`].
+    /// Releases this one hold; see [`Guard::release`]. Inside an async runtime it cannot
+    /// block: it fails with [`Error::InvalidArgument`], and the hold is released in the
+    /// background.
     pub fn release(mut self) -> Result<u64> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Fails without blocking; `drop` releases in the background.
+            return self.rt.block_on(async { Ok(0) });
+        }
         let release = self.guard.start_release();
         self.rt.block_on(release)
     }
@@ -281,12 +278,12 @@ impl Drop for BlockingGuard {
     fn drop(&mut self) {
         // Inside an async runtime blocking is not allowed: the guard's own drop releases in
         // the background.
-        if self.guard.is_released() || tokio::runtime::Handle::try_current().is_ok() {
-            return;
+        if !self.guard.is_released() && tokio::runtime::Handle::try_current().is_err() {
+            let release = self.guard.start_release();
+            if let Err(err) = self.rt.block_on(release) {
+                tracing::debug!(%err, "release of a dropped blocking guard failed");
+            }
         }
-        let release = self.guard.start_release();
-        if let Err(err) = self.rt.block_on(release) {
-            tracing::debug!(%err, "release of a dropped blocking guard failed");
-        }
+        self.threads.ended(self.thread, Some(()));
     }
 }

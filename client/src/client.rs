@@ -162,6 +162,18 @@ impl Client {
         self.core.watchdog_stats()
     }
 
+    /// What names the server in a [`MultiLock`](crate::MultiLock)'s and a
+    /// [`RedLock`](crate::RedLock)'s canonical order, whatever the URL's spelling: its
+    /// `run_id` (learned at connect); for a Redis Cluster its smallest node id; for a
+    /// Sentinel URL, that URL without credentials.
+    pub fn identity(&self) -> &str {
+        self.core.identity().unwrap_or(&self.server)
+    }
+
+    pub(crate) fn options(&self) -> &ClientOptions {
+        self.core.options()
+    }
+
     pub(crate) fn next_owner_id(&self) -> String {
         self.core.next_owner_id()
     }
@@ -184,6 +196,13 @@ fn without_credentials(url: &str) -> String {
 ///
 /// Every lock taken through the same `Owner` (or its clones) is held by the same owner id,
 /// so acquiring a lock it already holds adds a hold instead of waiting.
+///
+/// Clones (and tasks sharing one `Owner`) are safe: the acquisitions of one owner on one
+/// key take turns, from their first command until their guard exists, so a cancelled
+/// acquisition that releases a grant whose reply it lost never releases another's. A
+/// `try_acquire` whose wait ends while another acquisition of the same owner is queued on
+/// the key (the lock is busy) answers `None`; behind one that is not queued, it waits for
+/// its turn (up to the response timeout more).
 #[derive(Clone)]
 pub struct Owner {
     core: Arc<Core>,

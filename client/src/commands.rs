@@ -50,6 +50,13 @@ pub(crate) fn fenced(key: &str, owner: &str, token: u64, inner: &Cmd) -> Cmd {
     cmd
 }
 
+/// `LOCK.RAISE key owner token floor`: the holder raises the node's token counter.
+pub(crate) fn raise(key: &str, owner: &str, token: u64, floor: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.RAISE");
+    cmd.arg(key).arg(owner).arg(token).arg(floor);
+    cmd
+}
+
 /// `LOCK.INFO key`.
 pub(crate) fn info(key: &str) -> Cmd {
     let mut cmd = cmd("LOCK.INFO");

@@ -17,6 +17,7 @@ use std::time::Duration;
 /// | [`keepalive`](ClientOptions::keepalive) | 5 s | how often a waiting acquisition checks that its server answers |
 /// | [`retries`](ClientOptions::retries) | 2 | reconnections of a shared connection; acquisitions sent again on a fresh connection after a broken one |
 /// | [`margin`](ClientOptions::margin) | 20 ms | time taken off every lease, with 1% of it for clock drift |
+/// | [`quorum_timeout`](ClientOptions::quorum_timeout) | 10 s | how long a RedLock acquisition goes on while fewer than a majority of its servers answer |
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,6 +37,7 @@ pub struct ClientOptions {
     keepalive: Duration,
     retries: usize,
     margin: Duration,
+    quorum: Duration,
 }
 
 impl Default for ClientOptions {
@@ -47,6 +49,7 @@ impl Default for ClientOptions {
             keepalive: Duration::from_secs(5),
             retries: 2,
             margin: Duration::from_millis(20),
+            quorum: Duration::from_secs(10),
         }
     }
 }
@@ -57,7 +60,8 @@ impl ClientOptions {
         Self::default()
     }
 
-    /// How long opening a connection may take, handshake included.
+    /// How long opening a connection may take, handshake and retries included: `Client::open`
+    /// on a server that does not answer fails within it.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect = timeout.max(Duration::from_millis(1));
         self
@@ -81,8 +85,9 @@ impl ClientOptions {
     /// How often a waiting acquisition checks (`PING`, within the response timeout) that its
     /// server still answers; also the idle time before TCP keepalive probes on wait
     /// connections. A wait whose server stops answering fails with
-    /// [`Error::Unresponsive`](crate::Error::Unresponsive) after at most this plus the
-    /// response timeout.
+    /// [`Error::Unresponsive`](crate::Error::Unresponsive) at most this plus twice the
+    /// response timeout after the server stopped (or its wait limit plus the wait grace
+    /// plus twice the response timeout, if that is sooner).
     pub fn keepalive(mut self, interval: Duration) -> Self {
         self.keepalive = interval.max(Duration::from_millis(1));
         self
@@ -102,6 +107,20 @@ impl ClientOptions {
     pub fn margin(mut self, margin: Duration) -> Self {
         self.margin = margin;
         self
+    }
+
+    /// How long a [`RedLock`](crate::RedLock) acquisition, even one without a wait limit,
+    /// goes on while fewer than a majority of its servers answer; it then fails with
+    /// [`Error::NoQuorum`](crate::Error::NoQuorum). A RedLock uses the smallest of its
+    /// clients' settings.
+    pub fn quorum_timeout(mut self, timeout: Duration) -> Self {
+        self.quorum = timeout;
+        self
+    }
+
+    /// See [`quorum_timeout`](ClientOptions::quorum_timeout).
+    pub fn quorum_timeout_duration(&self) -> Duration {
+        self.quorum
     }
 
     /// See [`connect_timeout`](ClientOptions::connect_timeout).
@@ -148,6 +167,7 @@ mod tests {
         assert_eq!(o.keepalive_interval(), Duration::from_secs(5));
         assert_eq!(o.retry_count(), 2);
         assert_eq!(o.margin_duration(), Duration::from_millis(20));
+        assert_eq!(o.quorum_timeout_duration(), Duration::from_secs(10));
     }
 
     #[test]

@@ -17,11 +17,13 @@ use tokio::task::JoinHandle;
 use crate::commands;
 use crate::config::ClientOptions;
 use crate::error::{timed_out, Error, LossReason, Result};
+use crate::identity;
 use crate::info::LockInfo;
 use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
 use crate::router::{Router, Sent};
 use crate::sentinel::Sentinels;
+use crate::turns::{Turn, Turns};
 use crate::watchdog::{Watchdog, WatchdogStats};
 
 /// The shared state of one client.
@@ -34,6 +36,10 @@ pub(crate) struct Core {
     runtime: Handle,
     options: ClientOptions,
     closed: AtomicBool,
+    turns: Arc<Turns>,
+    /// What the server reports as its identity (`identity.rs`); `None` for a master
+    /// followed through Sentinel.
+    identity: Option<String>,
 }
 
 impl Core {
@@ -45,9 +51,15 @@ impl Core {
         sentinels: Option<Sentinels>,
         options: ClientOptions,
     ) -> Result<Core> {
+        let followed = sentinels.is_some();
         let router = Arc::new(Router::new(redis, sentinels, options));
         check_module(&mut router.seed().shared().await?).await?;
         router.discover().await?;
+        let identity = if followed {
+            None
+        } else {
+            identity::learn(&mut router.seed().shared().await?).await
+        };
         let runtime = Handle::current();
         let core = Core {
             id: uuid::Uuid::new_v4().to_string(),
@@ -58,6 +70,8 @@ impl Core {
             runtime,
             options,
             closed: AtomicBool::new(false),
+            turns: Arc::default(),
+            identity,
         };
         tracing::debug!(client = %core.id, "rlock client connected");
         Ok(core)
@@ -66,6 +80,11 @@ impl Core {
     /// The client's random id, the prefix of its owner ids.
     pub(crate) fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The server's identity, if it reports one (`identity.rs`).
+    pub(crate) fn identity(&self) -> Option<&str> {
+        self.identity.as_deref()
     }
 
     /// The client's settings.
@@ -137,14 +156,32 @@ impl Core {
         self.router.refresh().await;
     }
 
+    /// `cmd` on `key` as [`Core::query`] does, sent once more if the connection was
+    /// dropped: for commands that may run twice (see [`Router::query_again`]).
+    pub(crate) async fn query_again<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        self.router.query_again(key, cmd).await
+    }
+
+    /// Whether a failed node can be replaced by another (Sentinel, Redis Cluster).
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.router.follows_failovers()
+    }
+
     /// Whether the node that serves `key` answers a `PING` within the response timeout.
     pub(crate) async fn probe(&self, key: &str) -> RedisResult<()> {
-        self.query::<String>(key, &commands::ping()).await.map(drop)
+        self.query_again::<String>(key, &commands::ping())
+            .await
+            .map(drop)
     }
 
     /// `LOCK.INFO name`: the lock's state, or `None` if it is free.
     pub(crate) async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
-        let reply: Value = self.admin(name, &commands::info(name)).await?;
+        let reply = self.query_again(name, &commands::info(name)).await;
+        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
         Ok(LockInfo::from_reply(reply)?)
     }
 
@@ -156,7 +193,8 @@ impl Core {
 
     /// `LOCK.RELEASE key owner TOKEN token`: the holds that remain.
     pub(crate) async fn release(&self, key: &str, owner: &str, token: u64) -> RedisResult<u64> {
-        self.query(key, &commands::release(key, owner, token)).await
+        let cmd = commands::release(key, owner, token);
+        self.router.query_fresh(key, &cmd).await
     }
 
     /// Whether [`Core::close`] was called.
@@ -211,9 +249,27 @@ impl Core {
         self.watchdog.mark_lost(holding, reason);
     }
 
-    /// How many live guards of this client hold `(key, owner)` with `token`.
-    pub(crate) fn local_holds(&self, key: &str, owner: &str, token: u64) -> usize {
-        self.watchdog.local_holds(key, owner, token)
+    /// The release a true [`Core::unregister`] called for was answered (or is not sent).
+    pub(crate) fn released(&self, holding: &Holding) {
+        self.watchdog.released(holding);
+    }
+
+    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
+    /// its guards' and the releases in flight.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+        self.watchdog.known(key, owner)
+    }
+
+    /// The turn of an acquisition of `key` by `owner` (see `turns.rs`), waited for until
+    /// `deadline`; `None` if the lock stayed busy.
+    pub(crate) async fn take_turn(
+        &self,
+        key: &str,
+        owner: &str,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<Turn> {
+        let grace = self.options.response_timeout_duration();
+        self.turns.take(key, owner, deadline, grace).await
     }
 
     /// Counters of the watchdog's work.
@@ -227,7 +283,7 @@ async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize)
     let (key, owner) = (&holding.key, &holding.owner);
     let cmd = commands::release(key, owner, holding.token);
     for _ in 0..holds {
-        let answer = router.query::<u64>(key, &cmd).await;
+        let answer = router.query_fresh::<u64>(key, &cmd).await;
         match answer.map_err(|e| Error::from_command(e, key, owner)) {
             Ok(0) | Err(Error::NotHeld { .. }) => return Ok(()),
             Ok(_) => {}

@@ -1,195 +1,287 @@
 //! How a [`RedLock`](crate::RedLock) reaches a majority of its servers without polling and
 //! without deadlock between contenders.
 //!
-//! A round has two steps:
+//! A round has two steps, each an *attempt* with an owner id of its own (so that what a
+//! given-up attempt leaves behind never mixes with a later one), with one task per server
+//! (`keeper.rs`):
 //!
-//! 1. **At once**: one `LOCK.ACQUIRE` without `WAIT` on every server in parallel. A majority
-//!    granted within its validity wins; otherwise what was granted is released at once. This
-//!    step never waits, so it holds nothing while waiting for anything: it cannot take part
-//!    in a deadlock, and it cannot overtake queued waiters (a lock with waiters is never
-//!    free on the server).
-//! 2. **Gate, then quorum**: the contender queues (`WAIT`) on the *gate*, the first server
-//!    in the canonical order (by address) that answers; only a gate holder queues on the
-//!    other servers, all in parallel, and wins once a majority (the gate included) granted
-//!    within its validity. Other waits are then cancelled (a grant that crossed is released).
+//! 1. **At once**: one `LOCK.ACQUIRE` without `WAIT` on every server in parallel, each
+//!    counted as failed after a short try limit (a fifth of the lease, at most the response
+//!    timeout). The *gate* is the first server in the canonical order that answers (servers
+//!    that failed their last try are skipped until they answer again). A majority that
+//!    includes the gate wins at once, without waiting for the other servers; otherwise
+//!    what was granted is released. This step never waits, so it takes part in no deadlock;
+//!    and since a lock with waiters is never free, needing the gate means a newcomer never
+//!    overtakes the contenders queued on it.
+//! 2. **Gate, then quorum**: the contender queues (`WAIT`) on the gate; only a gate holder
+//!    queues on the other servers, all in parallel, and wins once a majority (the gate
+//!    included) granted with enough validity left.
 //!
-//! **No deadlock.** A deadlock needs two contenders each holding what the other waits for.
-//! Step 1 holds nothing while it waits. In step 2 only gate holders hold while waiting, and
-//! contenders that see the same first live server share one gate, which one of them holds
-//! at a time: among them nobody else queues on the other servers, so there is no split
-//! vote. A holder that got its majority in step 1 waits for nothing and releases in time.
-//! **No livelock**: the gate's queue is FIFO, so the contenders get the gate in turn, and
-//! each gate holder gets the other servers as soon as their former holder releases them or
-//! its lease ends; nobody gives up a hold to someone who would give it up again.
+//! After the win the tasks go on: the servers not yet granted are queued on until they
+//! grant, and a member that is lost is taken back, while a majority holds. And the servers
+//! are raised to the holding's token (`LOCK.RAISE`): any later majority shares a server
+//! with this one, so its token is larger.
 //!
-//! **When the servers disagree** (a gate that dies, or a partition that shows different
-//! contenders different first servers), two contenders can each hold a gate and split the
-//! rest. Two bounds end that: a contender whose gate is lost (its server died: the hold
-//! ends by its safe deadline) gives up its round; and a round lasts at most one lease after
-//! the gate was granted, then the contender releases everything and queues again. Safety
-//! never depends on the gate: only a majority grants the lock, and two majorities always
-//! share a server, which grants one holder at a time.
+//! **No deadlock.** In step 2 only gate holders hold while waiting, and contenders that see
+//! the same first live server share one gate, which one of them holds at a time. A gate
+//! holder whose gate is the first server waits as long as its gate holds: it is the only
+//! one. **No livelock**: the gate's queue is FIFO, so contenders get the gate in turn.
+//!
+//! **When the servers disagree** (a server some see down and others not), two contenders
+//! can each hold a gate and split the rest. A contender whose gate is not the first server
+//! gives its round up after one lease without a grant (only one contender at a time holds
+//! the first server, so this ends every such cycle); and one whose gate is lost gives up.
+//! Safety never depends on the gate: only a majority grants the lock, and two majorities
+//! always share a server, which grants one holder at a time.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use crate::error::{Error, Result};
-use crate::guard::Guard;
-use crate::lock::Lock;
-use crate::members::Members;
-use crate::quorum::pause_after;
+use crate::attempt::Attempt;
+use crate::client::{Client, Owner};
+use crate::keeper::Held;
+use crate::options::LockOptions;
+use crate::quorum::{judge, pause_after, Answer, Verdict};
 
-/// One acquisition of a RedLock over `locks` (one per server, in the canonical order).
+/// One acquisition of a RedLock over `clients` (one per server, in the canonical order).
 pub(crate) struct Election<'a> {
-    pub(crate) locks: &'a [Lock],
+    pub(crate) clients: &'a [Client],
+    pub(crate) key: &'a str,
+    pub(crate) options: LockOptions,
     pub(crate) quorum: usize,
-    pub(crate) lease: Duration,
     /// `None`: no limit.
     pub(crate) deadline: Option<Instant>,
+    /// How long rounds go on while too few servers answer.
+    pub(crate) no_quorum_after: Duration,
+    /// Per server: whether it failed its last try (shared by the RedLock's acquisitions).
+    pub(crate) suspects: &'a Mutex<Vec<bool>>,
+}
+
+/// A won attempt: the owner id on every server, the holding's token, its members and the
+/// tasks that keep them.
+pub(crate) struct Won {
+    pub(crate) owner: Arc<str>,
+    pub(crate) token: u64,
+    pub(crate) held: Arc<Held>,
+    pub(crate) tasks: JoinSet<()>,
 }
 
 /// How an acquisition ended.
 pub(crate) enum Outcome {
-    /// A majority granted: the members (every server that granted).
-    Granted(Members),
+    Granted(Won),
     /// The wait limit passed while the lock was busy.
     TimedOut,
-    /// The wait limit passed while fewer than a majority of servers answered.
+    /// Fewer than a majority of servers answered for longer than allowed.
     Unreachable(usize),
 }
 
-/// How one round ended.
+/// How one round (or step) ended.
 enum Round {
-    Granted(Members),
-    /// No majority this time (busy servers, a lost gate, the round's bound).
+    Granted(Won),
+    /// Step 1 did not win: queue on this gate.
+    Queue(usize),
+    /// No majority this time (a lost gate, the round's bound).
     Again,
+    /// A majority granted, but with too little validity left.
+    TooLate,
     TimedOut,
-    /// Fewer than a majority of servers answered.
     Unreachable(usize),
 }
 
 impl Election<'_> {
-    /// Rounds until a majority grants or the deadline passes.
+    /// Rounds until a majority grants, the deadline passes, or too few servers answer for
+    /// longer than allowed.
     pub(crate) async fn run(&self) -> Outcome {
-        let mut failures = 0;
+        let (mut failures, mut unreachable_since) = (0, None);
         loop {
             let round = match self.at_once().await {
-                Round::Again => self.gated().await,
+                Round::Queue(gate) => self.gated(gate).await,
                 other => other,
             };
-            match round {
-                Round::Granted(members) => return Outcome::Granted(members),
+            let pause = match round {
+                Round::Granted(won) => return Outcome::Granted(won),
                 Round::TimedOut => return Outcome::TimedOut,
-                Round::Again if self.expired() => return Outcome::TimedOut,
-                Round::Again => failures = 0,
-                Round::Unreachable(answered) if self.expired() => {
-                    return Outcome::Unreachable(answered)
-                }
                 Round::Unreachable(answered) => {
-                    // Servers that refuse connections answer at once: pause, not spin.
-                    let pause = pause_after(failures);
-                    tracing::debug!(answered, ?pause, "too few servers answered; again");
-                    tokio::time::sleep(self.left().map_or(pause, |left| left.min(pause))).await;
-                    failures = failures.saturating_add(1);
+                    let since = *unreachable_since.get_or_insert_with(Instant::now);
+                    if self.expired() || since.elapsed() >= self.no_quorum_after {
+                        return Outcome::Unreachable(answered);
+                    }
+                    tracing::debug!(answered, "too few RedLock servers answered; again");
+                    let left = self.no_quorum_after.saturating_sub(since.elapsed());
+                    Some(pause_after(failures).min(left))
                 }
+                Round::TooLate => Some(pause_after(failures)),
+                Round::Queue(_) | Round::Again => None,
+            };
+            if !matches!(round, Round::Unreachable(_)) {
+                unreachable_since = None;
+            }
+            if self.expired() {
+                return Outcome::TimedOut;
+            }
+            if let Some(pause) = pause {
+                // Servers that refuse connections answer at once: pause, not spin.
+                failures = failures.saturating_add(1);
+                tokio::time::sleep(self.left().map_or(pause, |left| left.min(pause))).await;
+            } else {
+                failures = 0;
             }
         }
     }
 
     /// Step 1: every server at once, waiting nowhere.
     async fn at_once(&self) -> Round {
-        let mut tries = JoinSet::new();
-        for lock in self.locks {
-            let lock = lock.clone();
-            tries.spawn(async move { lock.run(Some(Duration::ZERO)).await });
+        let mut attempt = self.attempt();
+        let mut changes = attempt.held.subscribe();
+        for i in 0..attempt.locks.len() {
+            attempt.spawn(i, Some(Duration::ZERO), Some(self.try_limit()));
         }
-        let mut held = Members { guards: Vec::new() };
-        let mut answered = 0;
-        while let Some(done) = tries.join_next().await {
-            held.guards.extend(answer(done, &mut answered));
-        }
-        if let Some(won) = self.won(held).await {
-            return Round::Granted(won);
-        }
-        if answered < self.quorum {
-            return Round::Unreachable(answered);
-        }
-        Round::Again
-    }
-
-    /// Step 2: the gate, then the others in parallel, within one lease of the gate's grant.
-    async fn gated(&self) -> Round {
-        let Some((at, gate)) = (match self.gate().await {
-            Ok(gate) => gate,
-            Err(round) => return round,
-        }) else {
-            return Round::TimedOut;
-        };
-        let round_end = Instant::now() + self.lease;
-        let until = self.deadline.map_or(round_end, |d| d.min(round_end));
-        let mut waits = JoinSet::new();
-        for (i, lock) in self.locks.iter().enumerate().filter(|(i, _)| *i != at) {
-            let (lock, left) = (
-                lock.clone(),
-                until.saturating_duration_since(Instant::now()),
-            );
-            tracing::trace!(server = i, "gate held; queueing");
-            waits.spawn(async move { lock.run(Some(left)).await });
-        }
-        let mut held = Members { guards: vec![gate] };
-        let mut answered = 1;
         loop {
-            let done = tokio::select! {
-                biased;
-                _ = held.guards[0].lost() => break,
-                done = waits.join_next() => done,
+            changes.borrow_and_update();
+            let answers = attempt.held.answers();
+            let suspect = self.note(&answers);
+            let round = match judge(&answers, &suspect, self.quorum) {
+                Verdict::Win => return self.won(attempt).await,
+                Verdict::Queue { gate } => Round::Queue(gate),
+                Verdict::Unreachable(answered) => Round::Unreachable(answered),
+                Verdict::Pending => {
+                    if changes.changed().await.is_ok() {
+                        continue;
+                    }
+                    Round::Again
+                }
             };
-            let Some(done) = done else { break };
-            held.guards.extend(answer(done, &mut answered));
-            if held.guards.len() >= self.quorum {
-                // Cancels the other waits; a grant that crossed is released.
-                drop(waits);
-                return self.won(held).await.map_or(Round::Again, Round::Granted);
-            }
-        }
-        held.release_quietly().await;
-        if answered < self.quorum {
-            Round::Unreachable(answered)
-        } else if self.expired() {
-            Round::TimedOut
-        } else {
-            Round::Again
+            attempt.give_up().await;
+            return round;
         }
     }
 
-    /// Queues on the first server of the canonical order that answers, and returns its
-    /// place and guard; `Ok(None)` if the wait limit passed.
-    async fn gate(&self) -> std::result::Result<Option<(usize, Guard)>, Round> {
-        for (i, lock) in self.locks.iter().enumerate() {
-            match lock.run(self.left()).await {
-                Ok(Some(guard)) => return Ok(Some((i, guard))),
-                Ok(None) => return Ok(None),
-                Err(err) => {
-                    tracing::debug!(server = lock.server(), %err, "gate unreachable; the next");
-                    let answered = self.locks.len() - (i + 1);
-                    if answered < self.quorum {
-                        return Err(Round::Unreachable(answered));
-                    }
+    /// Step 2: the gate, then the others in parallel.
+    async fn gated(&self, gate: usize) -> Round {
+        let mut attempt = self.attempt();
+        let mut changes = attempt.held.subscribe();
+        attempt.spawn(gate, self.left(), None);
+        let gate_lost = loop {
+            changes.borrow_and_update();
+            match attempt.held.answers()[gate] {
+                Answer::Trying => {}
+                Answer::Granted => break attempt.held.signal(gate),
+                Answer::Busy => return ended(attempt, Round::TimedOut).await,
+                Answer::Failed => {
+                    self.note(&attempt.held.answers());
+                    return ended(attempt, Round::Again).await;
                 }
             }
+            if changes.changed().await.is_err() {
+                return ended(attempt, Round::Again).await;
+            }
+        };
+        let Some(gate_lost) = gate_lost else {
+            return ended(attempt, Round::Again).await;
+        };
+        for i in (0..attempt.locks.len()).filter(|i| *i != gate) {
+            attempt.spawn(i, self.left(), None);
         }
-        Err(Round::Unreachable(0))
+        // Only a gate behind servers seen down can be one of several: it gives up after a
+        // lease without a grant, which ends any cycle between such gates.
+        let bounded = gate > 0;
+        let mut last_grant = Instant::now();
+        let mut granted = 1;
+        loop {
+            let answers = attempt.held.answers();
+            self.note(&answers);
+            let count = |a: Answer| answers.iter().filter(|x| **x == a).count();
+            if count(Answer::Granted) >= self.quorum {
+                return self.won(attempt).await;
+            }
+            if count(Answer::Granted) > granted {
+                (granted, last_grant) = (count(Answer::Granted), Instant::now());
+            }
+            if answers.len() - count(Answer::Failed) < self.quorum {
+                let answered = count(Answer::Granted) + count(Answer::Busy);
+                return ended(attempt, Round::Unreachable(answered)).await;
+            }
+            if count(Answer::Trying) == 0 {
+                let round = if self.expired() {
+                    Round::TimedOut
+                } else {
+                    Round::Again
+                };
+                return ended(attempt, round).await;
+            }
+            let round_end = last_grant + self.options.lease_duration();
+            tokio::select! {
+                biased;
+                _ = gate_lost.lost() => return ended(attempt, Round::Again).await,
+                () = sleep_until_if(bounded, round_end) => return ended(attempt, Round::Again).await,
+                changed = changes.changed() => if changed.is_err() {
+                    return ended(attempt, Round::Again).await;
+                },
+            }
+        }
     }
 
-    /// The members if they make a majority within its validity; otherwise released.
-    async fn won(&self, held: Members) -> Option<Members> {
-        let valid = held.valid_until(self.quorum) > Instant::now();
-        if held.guards.len() >= self.quorum && valid {
-            return Some(held);
+    /// Ends `attempt` as won if its majority is still valid for long enough (a tenth of the
+    /// lease): raises every member's server to the holding's token first.
+    async fn won(&self, attempt: Attempt) -> Round {
+        let min_validity = self.options.lease_duration() / 10;
+        let Some(token) = attempt.held.win(min_validity) else {
+            tracing::debug!("a RedLock majority with too little validity left; again");
+            return ended(attempt, Round::TooLate).await;
+        };
+        let mut raises = JoinSet::new();
+        for (i, lock) in attempt.locks.iter().enumerate() {
+            let (held, lock) = (attempt.held.clone(), lock.clone());
+            raises.spawn(async move { held.raise(i, &lock).await });
         }
-        held.release_quietly().await;
-        None
+        while raises.join_next().await.is_some() {}
+        Round::Granted(Won {
+            owner: attempt.owner,
+            token,
+            held: attempt.held,
+            tasks: attempt.tasks,
+        })
+    }
+
+    /// A fresh attempt: a new owner id on every server.
+    fn attempt(&self) -> Attempt {
+        let owner: Arc<str> = self.clients[0].next_owner_id().into();
+        let locks = self
+            .clients
+            .iter()
+            .map(|c| Owner::with_id(c, owner.clone()).lock(self.key.to_owned()))
+            .map(|lock| lock.options(self.options))
+            .collect::<Vec<_>>();
+        let held = Arc::new(Held::new(self.key, locks.len(), self.quorum));
+        Attempt {
+            owner,
+            locks,
+            held,
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Records which servers answered and which failed; the suspects now.
+    fn note(&self, answers: &[Answer]) -> Vec<bool> {
+        let mut suspects = self.suspects.lock().unwrap_or_else(|p| p.into_inner());
+        for (suspect, answer) in suspects.iter_mut().zip(answers) {
+            match answer {
+                Answer::Granted | Answer::Busy => *suspect = false,
+                Answer::Failed => *suspect = true,
+                Answer::Trying => {}
+            }
+        }
+        suspects.clone()
+    }
+
+    /// How long a try without `WAIT` may take before its server counts as failed.
+    fn try_limit(&self) -> Duration {
+        let response = self.clients[0].options().response_timeout_duration();
+        (self.options.lease_duration() / 5)
+            .max(Duration::from_millis(100))
+            .min(response)
     }
 
     fn left(&self) -> Option<Duration> {
@@ -202,27 +294,17 @@ impl Election<'_> {
     }
 }
 
-/// A member acquisition's result: its guard if granted; counts the servers that answered.
-fn answer(
-    done: std::result::Result<Result<Option<Guard>>, tokio::task::JoinError>,
-    answered: &mut usize,
-) -> Option<Guard> {
-    match done {
-        Ok(Ok(granted)) => {
-            *answered += 1;
-            granted
-        }
-        Ok(Err(err)) => {
-            log_member_error(&err);
-            None
-        }
-        Err(err) => {
-            tracing::warn!(%err, "a RedLock member's acquisition ended abnormally");
-            None
-        }
-    }
+/// Gives `attempt` up; then `round`.
+async fn ended(attempt: Attempt, round: Round) -> Round {
+    attempt.give_up().await;
+    round
 }
 
-fn log_member_error(err: &Error) {
-    tracing::debug!(%err, "a RedLock server did not answer");
+/// Sleeps until `at` if `bounded`; otherwise never resolves.
+async fn sleep_until_if(bounded: bool, at: Instant) {
+    if bounded {
+        tokio::time::sleep_until(at.into()).await;
+    } else {
+        std::future::pending::<()>().await;
+    }
 }

@@ -66,7 +66,8 @@ pub enum Error {
     Timeout {
         /// The lock's key.
         key: String,
-        /// The wait limit that ran out.
+        /// How long the acquisition waited (from the call, to the millisecond): the wait
+        /// limit, or more when the server answered late.
         waited: Duration,
     },
     /// The lock was granted, but fewer replicas than
@@ -104,7 +105,8 @@ pub enum Error {
     #[error("the client was closed")]
     Closed,
     /// A [`RedLock`](crate::RedLock) could not reach a majority of its servers before its
-    /// wait ended (they are down or cut off); nothing is held.
+    /// wait ended, or for [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout)
+    /// (they are down or cut off); nothing is held.
     #[error("RedLock '{key}': only {answered} of its servers answered, {needed} are needed")]
     NoQuorum {
         /// The lock's key.
@@ -143,6 +145,13 @@ pub enum Error {
         /// The node the last redirection pointed to, `host:port`.
         to: String,
     },
+    /// A fault of the client itself (one of its tasks ended without an answer): not an I/O
+    /// error, and trying again does not help.
+    #[error("internal error in rlock-client: {detail}")]
+    Internal {
+        /// What went wrong.
+        detail: String,
+    },
     /// Any other error from the `redis` crate or the server (I/O, `WRONGTYPE`, `ERR ...`).
     #[error(transparent)]
     Redis(redis::RedisError),
@@ -176,16 +185,17 @@ pub(crate) fn timed_out(what: &str) -> redis::RedisError {
 }
 
 impl Error {
-    /// `got`, or [`Error::Timeout`] for `key` when a wait of `limit` (`None`: no limit) ended
+    /// `got`, or [`Error::Timeout`] for `key` when a wait that began at `started` ended
     /// without it.
-    pub(crate) fn timeout_if_none<T>(
+    pub(crate) fn timeout_since<T>(
         got: Option<T>,
         key: &str,
-        limit: Option<Duration>,
+        started: tokio::time::Instant,
     ) -> Result<T> {
+        let waited = started.elapsed();
         got.ok_or_else(|| Error::Timeout {
             key: key.to_owned(),
-            waited: limit.unwrap_or_default(),
+            waited: Duration::from_millis(waited.as_millis().try_into().unwrap_or(u64::MAX)),
         })
     }
 
@@ -225,9 +235,9 @@ impl Error {
 
     /// A failure of the client itself (a background task ended unexpectedly).
     pub(crate) fn internal(what: &str) -> Error {
-        Error::Redis(redis::RedisError::from(std::io::Error::other(
-            what.to_owned(),
-        )))
+        Error::Internal {
+            detail: what.to_owned(),
+        }
     }
 }
 

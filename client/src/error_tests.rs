@@ -88,6 +88,12 @@ fn lost_and_timeout_render_key_and_cause() {
         timeout.to_string(),
         "timed out after 250ms waiting for lock 'k'"
     );
+    let internal = Error::internal("a task ended");
+    assert_eq!(
+        internal.to_string(),
+        "internal error in rlock-client: a task ended"
+    );
+    assert!(!matches!(internal, Error::Redis(_)), "not an I/O error");
     let unreplicated = Error::NotReplicated {
         key: "k".into(),
         wanted: 2,

@@ -219,29 +219,42 @@ fn release_job(
             let reason = holding.lost_reason().unwrap_or(LossReason::NotHeld);
             return Err(lost_error(&holding, reason));
         }
-        // A renewal round may be on its way with this lock in it: let it land first.
-        core.quiesce().await;
-        let lost = holding.lost_reason();
-        if let Some(reason @ (LossReason::NotHeld | LossReason::Closed)) = lost {
-            // The server said it is not ours (or `close` released it): nothing to release.
-            return Err(lost_error(&holding, reason));
+        let outcome = send_release(&core, &holding).await;
+        // Answered (or not sent): the server's count no longer includes this hold. One
+        // without an answer may still run: it stays counted until the holding changes.
+        let io = matches!(&outcome, Err(Error::Redis(e)) if e.is_io_error());
+        if !(io || matches!(outcome, Err(Error::Unresponsive { .. }))) {
+            core.released(&holding);
         }
-        let answer = core
-            .release(&holding.key, &holding.owner, holding.token)
-            .await
-            .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
-        match (answer, lost) {
-            (_, Some(reason)) => Err(lost_error(&holding, reason)),
-            (Ok(remaining), None) => {
-                tracing::debug!(key = %holding.key, owner = %holding.owner, remaining, "lock released");
-                Ok(remaining)
-            }
-            (Err(Error::NotHeld { .. }), None) => {
-                core.mark_lost(&holding, LossReason::NotHeld);
-                Err(lost_error(&holding, LossReason::NotHeld))
-            }
-            (Err(err), None) => Err(err),
+        outcome
+    }
+}
+
+/// The `LOCK.RELEASE` of one hold that the registry forgot, unless the server said the
+/// holding is not ours.
+async fn send_release(core: &Core, holding: &Holding) -> Result<u64> {
+    // A renewal round may be on its way with this lock in it: let it land first.
+    core.quiesce().await;
+    let lost = holding.lost_reason();
+    if let Some(reason @ (LossReason::NotHeld | LossReason::Closed)) = lost {
+        // The server said it is not ours (or `close` released it): nothing to release.
+        return Err(lost_error(holding, reason));
+    }
+    let answer = core
+        .release(&holding.key, &holding.owner, holding.token)
+        .await
+        .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
+    match (answer, lost) {
+        (_, Some(reason)) => Err(lost_error(holding, reason)),
+        (Ok(remaining), None) => {
+            tracing::debug!(key = %holding.key, owner = %holding.owner, remaining, "lock released");
+            Ok(remaining)
         }
+        (Err(Error::NotHeld { .. }), None) => {
+            core.mark_lost(holding, LossReason::NotHeld);
+            Err(lost_error(holding, LossReason::NotHeld))
+        }
+        (Err(err), None) => Err(err),
     }
 }
 

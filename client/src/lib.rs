@@ -6,7 +6,10 @@
 //! - **Waiting without polling**: a busy lock is waited for with `LOCK.ACQUIRE ... WAIT` on a
 //!   connection of its own; the server hands the lock to waiters in FIFO order.
 //! - **Cancellation safety**: dropping an `acquire` future (or a `tokio::time::timeout`
-//!   around it) never leaks a hold, even when the grant and the cancellation cross.
+//!   around it) never leaks a hold, even when the grant and the cancellation cross, and
+//!   never frees another's: the acquisitions of one [`Owner`] on one key take turns, so a
+//!   cancelled wait that looks for its lost grant cannot take a concurrent acquisition's
+//!   fresh hold for its own.
 //! - **A watchdog**: by default a lock has a 30 s lease that one background task per client
 //!   renews every 10 s, in one pipelined round trip for all locks (per node, in a Redis
 //!   Cluster), until the guard is released. An explicit lease turns it off.
@@ -150,8 +153,9 @@
 //! watchdog's renewals go there. A command that was not run (its connection was refused,
 //! `READONLY`, or a wait ended by `UNBLOCKED` when its master was demoted) is sent to the
 //! new master at once; one whose connection broke may have run, so it fails, and the next
-//! one goes to the new master. Until the sentinels have promoted a replica, commands fail
-//! with I/O errors.
+//! one goes to the new master. An acquisition whose master died queues again on the one the
+//! sentinels promote, within its wait limit and for at most 30 s of connection errors in a
+//! row. Until the sentinels have promoted a replica, other commands fail with I/O errors.
 //!
 //! # Limits
 //!
@@ -204,6 +208,9 @@
 //!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
 //!   a Sentinel URL's sentinels name).
 //! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
+//!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
+//!   at a time per key and owner), `per_thread.rs` (the [`blocking`] API's runtime and
+//!   per-thread owner ids); below them `pair.rs` (a key and owner as a map key),
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
 //!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
@@ -212,6 +219,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod attempt;
 pub mod blocking;
 mod client;
 mod commands;
@@ -221,23 +229,31 @@ mod election;
 mod error;
 mod guard;
 mod holding;
+mod identity;
 mod info;
+mod keeper;
 mod lock;
 mod members;
 mod multi;
 mod node;
 mod options;
+mod pair;
+mod per_thread;
 mod pool;
 mod quorum;
 mod recover;
 mod redlock;
+mod redlock_guard;
 mod registry;
+mod releasing;
 mod replicas;
 mod rounds;
 mod router;
 mod sentinel;
+mod signal;
 mod slots;
 mod topology;
+mod turns;
 mod wait;
 mod watchdog;
 
@@ -250,5 +266,7 @@ pub use info::LockInfo;
 pub use lock::Lock;
 pub use multi::{MultiGuard, MultiLock};
 pub use options::{LockOptions, DEFAULT_LEASE};
-pub use redlock::{RedLock, RedLockGuard};
+pub use redlock::RedLock;
+pub use redlock_guard::RedLockGuard;
+pub use signal::GroupSignal;
 pub use watchdog::WatchdogStats;

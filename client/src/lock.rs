@@ -65,6 +65,12 @@ impl Lock {
         &self.server
     }
 
+    /// What names its server in a [`MultiLock`](crate::MultiLock)'s canonical order
+    /// ([`Client::identity`](crate::Client::identity)).
+    pub fn identity(&self) -> &str {
+        self.core.identity().unwrap_or(&self.server)
+    }
+
     /// Uses `options` for the following acquisitions.
     pub fn options(mut self, options: LockOptions) -> Lock {
         self.options = options;
@@ -77,8 +83,9 @@ impl Lock {
     ///
     /// Cancel-safe: dropping the future leaks no hold.
     pub async fn acquire(&self) -> Result<Guard> {
+        let started = tokio::time::Instant::now();
         let limit = self.options.wait_limit();
-        Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
+        Error::timeout_since(self.run(limit).await?, &self.key, started)
     }
 
     /// Tries to acquire the lock, waiting up to `wait` ([`Duration::ZERO`]: not at all).
@@ -138,6 +145,13 @@ impl Lock {
     /// The lock's state on the server (`LOCK.INFO`), or `None` if it is free.
     pub async fn info(&self) -> Result<Option<LockInfo>> {
         self.core.info(&self.key).await
+    }
+
+    /// `cmd` on this lock's key, over its server's shared connection.
+    pub(crate) async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        let reply = self.core.query(&self.key, cmd).await;
+        reply
+            .map_err(|err| Error::from_command(err, &self.key, self.owner.as_deref().unwrap_or("")))
     }
 
     /// Acquires, waiting up to `limit` (`None`: without limit).

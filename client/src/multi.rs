@@ -9,18 +9,20 @@
 //! philosophers). What was taken is released when a member cannot be had in time.
 
 use std::fmt;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::members::{release_outcome, Members};
+use crate::signal::{finish, GroupSignal};
 
 /// Several locks held all together, from one or several [`Client`](crate::Client)s: a
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.
 ///
 /// Each member keeps its own options (lease, watchdog) and is renewed by its own client's
-/// watchdog. Members that name the same key on the same server address are taken once.
+/// watchdog. Members that name the same key on the same server are taken once.
 ///
 /// ```no_run
 /// # async fn demo(a: rlock_client::Client, b: rlock_client::Client) -> rlock_client::Result<()> {
@@ -41,7 +43,7 @@ pub struct MultiLock {
 
 impl MultiLock {
     /// A MultiLock over `locks`, which it puts in the canonical order (by key, then by
-    /// [`Lock::server`]); duplicates are dropped.
+    /// [`Lock::identity`]); duplicates (one key on one server) are dropped.
     pub fn new(locks: impl IntoIterator<Item = Lock>) -> MultiLock {
         let mut locks: Vec<Lock> = locks.into_iter().collect();
         locks.sort_by(|a, b| canonical(a).cmp(&canonical(b)));
@@ -58,7 +60,8 @@ impl MultiLock {
     ///
     /// Cancel-safe: dropping the future releases what was taken (in the background).
     pub async fn acquire(&self) -> Result<MultiGuard> {
-        Error::timeout_if_none(self.run(None).await?, &self.names().join(","), None)
+        let started = tokio::time::Instant::now();
+        Error::timeout_since(self.run(None).await?, &self.names().join(","), started)
     }
 
     /// Takes every member, waiting up to `wait` in all; `Ok(None)` (and nothing held) if
@@ -66,6 +69,24 @@ impl MultiLock {
     /// was taken.
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<MultiGuard>> {
         self.run(Some(wait)).await
+    }
+
+    /// Takes every member (as [`acquire`](MultiLock::acquire) does), runs `work` while
+    /// holding them, then releases them, as [`Lock::with_lock`] does: if a member is lost
+    /// while `work` runs, `work` is dropped and the call fails with [`Error::Lost`].
+    pub async fn with_lock<F, Fut, T>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(GroupSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let signal = guard.lost_signal();
+        let done = tokio::select! {
+            biased;
+            reason = signal.lost() => Err(reason),
+            value = work(signal.clone()) => Ok(value),
+        };
+        finish(&self.names().join(","), done, guard.release().await)
     }
 
     async fn run(&self, limit: Option<Duration>) -> Result<Option<MultiGuard>> {
@@ -109,10 +130,10 @@ impl MultiLock {
     }
 }
 
-/// The canonical order's sort key: every process orders the same locks the same way, as
-/// long as they name each server by the same address.
+/// The canonical order's sort key: every process orders the same locks the same way, by
+/// what each server reports as its identity (not by how a URL spells its address).
 fn canonical(lock: &Lock) -> (&str, &str) {
-    (lock.name(), lock.server())
+    (lock.name(), lock.identity())
 }
 
 /// The holding of a [`MultiLock`]: every member held. Lost as soon as any member is.
@@ -156,6 +177,12 @@ impl MultiGuard {
     /// Resolves as soon as any member is lost, by the earliest member deadline at the latest.
     pub async fn lost(&self) -> LossReason {
         self.members.lost(1).await
+    }
+
+    /// A signal of this holding's loss (any member's) that can be moved into spawned work;
+    /// see [`GroupSignal`].
+    pub fn lost_signal(&self) -> GroupSignal {
+        GroupSignal::all(self.members.guards.iter().map(Guard::lost_signal).collect())
     }
 
     /// Until when every member is surely held: the earliest member deadline.

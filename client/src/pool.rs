@@ -129,8 +129,11 @@ impl WaitConn {
     /// connection of the same node (client ids are per server). Once it is answered, the
     /// server has closed the connection.
     pub(crate) async fn kill(&self) -> RedisResult<()> {
-        let mut shared = self.node.shared().await?;
-        let kill = commands::client_kill_id(self.id);
-        kill.query_async::<i64>(&mut shared).await.map(drop)
+        let kill = redis::pipe()
+            .add_command(commands::client_kill_id(self.id))
+            .clone();
+        // Killing twice kills once: it may be sent again on a fresh connection.
+        let killed: RedisResult<(i64,)> = self.node.pipeline(&kill).await;
+        killed.map(drop)
     }
 }

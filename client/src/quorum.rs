@@ -31,18 +31,6 @@ pub(crate) fn quorum_deadline<T: Ord + Copy>(deadlines: &[T], quorum: usize) -> 
     sorted.get(quorum - 1).copied()
 }
 
-/// The fencing token of a holding made of several servers' holdings: the largest of their
-/// tokens. It is higher than a former holding's whenever the server that gave the former
-/// holding's token also granted the new one (its tokens only grow); see the README.
-pub(crate) fn quorum_token(tokens: &[u64]) -> u64 {
-    tokens.iter().copied().max().unwrap_or(0)
-}
-
-/// How many losses among `held` holdings leave fewer than `quorum` of them.
-pub(crate) fn losses_to_fall_below(held: usize, quorum: usize) -> usize {
-    (held + 1).saturating_sub(quorum).max(1)
-}
-
 /// The pause before another try after `failures` in a row: 50 ms, doubling, at most 1 s.
 /// A RedLock pauses so after rounds that found fewer than a majority of servers answering
 /// (contention is waited for on the servers), an acquisition before it queues again after
@@ -52,9 +40,129 @@ pub(crate) fn pause_after(failures: u32) -> Duration {
     Duration::from_millis(doubled.min(1_000))
 }
 
+/// How a server answered one acquisition of a RedLock attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// No answer yet, within the per-server try limit.
+    Trying,
+    /// Granted.
+    Granted,
+    /// Busy (the wait ended without a grant).
+    Busy,
+    /// An error, or no answer within the per-server try limit.
+    Failed,
+}
+
+/// What the answers of a RedLock's first step (every server at once, waiting nowhere) decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A majority granted, the gate among them.
+    Win,
+    /// No majority now: queue on the gate, the server at `gate` in the canonical order (the
+    /// servers before it failed or are suspected down).
+    Queue { gate: usize },
+    /// Fewer than a majority of servers can answer; how many did.
+    Unreachable(usize),
+    /// Wait for more answers.
+    Pending,
+}
+
+/// Judges the first step's `answers` (canonical order). The gate is the first server that
+/// answered, or is still trying and not suspected down (`suspect`: it failed its last try).
+/// Winning needs the gate: a gate with a queue is never free, so a newcomer cannot overtake
+/// the contenders queued there.
+pub(crate) fn judge(answers: &[Answer], suspect: &[bool], quorum: usize) -> Verdict {
+    let count = |a: Answer| answers.iter().filter(|x| **x == a).count();
+    let (granted, busy, trying) = (
+        count(Answer::Granted),
+        count(Answer::Busy),
+        count(Answer::Trying),
+    );
+    if granted + busy + trying < quorum {
+        return Verdict::Unreachable(granted + busy);
+    }
+    let gate = answers.iter().zip(suspect).position(|(a, s)| match a {
+        Answer::Granted | Answer::Busy => true,
+        Answer::Trying => !s,
+        Answer::Failed => false,
+    });
+    let Some(gate) = gate else {
+        return Verdict::Pending;
+    };
+    match answers[gate] {
+        Answer::Granted if granted >= quorum => Verdict::Win,
+        Answer::Granted if granted + trying >= quorum => Verdict::Pending,
+        Answer::Trying => Verdict::Pending,
+        _ => Verdict::Queue { gate },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Answer::{Busy, Failed, Granted, Trying};
+
+    #[test]
+    fn a_majority_with_the_gate_wins_at_once() {
+        let none = [false; 3];
+        assert_eq!(judge(&[Granted, Granted, Trying], &none, 2), Verdict::Win);
+        assert_eq!(judge(&[Granted, Trying, Granted], &none, 2), Verdict::Win);
+    }
+
+    #[test]
+    fn a_majority_without_the_gate_queues_on_it() {
+        // A contender queued on the first server keeps it busy: the newcomer queues too.
+        let none = [false; 3];
+        assert_eq!(
+            judge(&[Busy, Granted, Granted], &none, 2),
+            Verdict::Queue { gate: 0 }
+        );
+        assert_eq!(
+            judge(&[Trying, Granted, Granted], &none, 2),
+            Verdict::Pending
+        );
+    }
+
+    #[test]
+    fn a_failed_or_suspected_gate_is_skipped() {
+        let none = [false; 3];
+        assert_eq!(judge(&[Failed, Granted, Granted], &none, 2), Verdict::Win);
+        let first_down = [true, false, false];
+        assert_eq!(
+            judge(&[Trying, Granted, Granted], &first_down, 2),
+            Verdict::Win
+        );
+        assert_eq!(
+            judge(&[Trying, Busy, Granted], &first_down, 2),
+            Verdict::Queue { gate: 1 }
+        );
+        // A suspect that answers is the gate again.
+        assert_eq!(
+            judge(&[Busy, Granted, Granted], &first_down, 2),
+            Verdict::Queue { gate: 0 }
+        );
+    }
+
+    #[test]
+    fn too_few_answering_servers_are_unreachable() {
+        let none = [false; 3];
+        assert_eq!(
+            judge(&[Failed, Failed, Granted], &none, 2),
+            Verdict::Unreachable(1)
+        );
+        assert_eq!(
+            judge(&[Failed, Failed, Trying], &none, 2),
+            Verdict::Unreachable(0)
+        );
+        assert_eq!(judge(&[Failed, Trying, Trying], &none, 2), Verdict::Pending);
+    }
+
+    #[test]
+    fn a_granted_gate_without_a_possible_majority_queues() {
+        let none = [false; 5];
+        let answers = [Granted, Busy, Busy, Busy, Trying];
+        assert_eq!(judge(&answers, &none, 3), Verdict::Queue { gate: 0 });
+    }
 
     #[test]
     fn majority_is_more_than_half() {
@@ -80,22 +188,6 @@ mod tests {
         assert_eq!(quorum_deadline(&[5, 9, 7], 1), Some(9));
         assert_eq!(quorum_deadline(&[5], 2), None);
         assert_eq!(quorum_deadline::<u8>(&[], 0), None);
-    }
-
-    #[test]
-    fn token_is_the_largest() {
-        assert_eq!(quorum_token(&[3, 11, 7]), 11);
-        assert_eq!(quorum_token(&[]), 0);
-    }
-
-    #[test]
-    fn losses_that_break_a_quorum() {
-        // 3 held of a 2-quorum: the second loss breaks it; 2 held: the first.
-        assert_eq!(losses_to_fall_below(3, 2), 2);
-        assert_eq!(losses_to_fall_below(2, 2), 1);
-        assert_eq!(losses_to_fall_below(5, 3), 3);
-        // Every member must hold (a MultiLock): any loss breaks it.
-        assert_eq!(losses_to_fall_below(4, 4), 1);
     }
 
     #[test]

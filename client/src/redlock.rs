@@ -2,17 +2,17 @@
 //! hold it. How contenders reach a majority is in `election.rs`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::client::{Client, Owner};
+use crate::client::Client;
 use crate::election::{Election, Outcome};
-use crate::error::{Error, LossReason, Result};
-use crate::guard::Guard;
-use crate::lock::Lock;
-use crate::members::Members;
+use crate::error::{Error, Result};
 use crate::options::LockOptions;
-use crate::quorum::{losses_to_fall_below, majority, quorum_token, unfit_server_count};
+use crate::quorum::{majority, unfit_server_count};
+use crate::redlock_guard::RedLockGuard;
+use crate::signal::{finish, GroupSignal};
 
 /// A lock on N independent servers (N odd, at least 3; no replication between them),
 /// granted when a majority grants it: the lock survives the loss of a minority of servers,
@@ -37,11 +37,13 @@ use crate::quorum::{losses_to_fall_below, majority, quorum_token, unfit_server_c
 #[derive(Clone)]
 pub struct RedLock {
     key: String,
-    /// One per server, in the canonical order (by [`Client::server`]).
+    /// One per server, in the canonical order (by [`Client::identity`]).
     clients: Arc<[Client]>,
     /// How many servers the lock is over (the clients may reach fewer of them).
     servers: usize,
     options: LockOptions,
+    /// Per server: whether it failed its last try (then it is not waited for as the gate).
+    suspects: Arc<Mutex<Vec<bool>>>,
 }
 
 impl fmt::Debug for RedLock {
@@ -57,24 +59,24 @@ impl fmt::Debug for RedLock {
 
 impl RedLock {
     /// A RedLock on `key` over `clients`, one per independent server. Fails with
-    /// [`Error::InvalidArgument`] unless there are an odd number, at least 3, of distinct
-    /// server addresses.
+    /// [`Error::InvalidArgument`] unless there are an odd number, at least 3, of them, or if
+    /// two reach the same server (by [`Client::identity`], whatever their URLs' spelling).
     pub fn new(clients: impl IntoIterator<Item = Client>, key: impl Into<String>) -> Result<Self> {
-        let clients = canonical(clients);
+        let clients = canonical(clients)?;
         RedLock::build(clients.len(), clients, key.into())
     }
 
     /// A RedLock on `key` over `servers` independent servers, of which `clients` reach
     /// those that could be opened (a client cannot be made for a server that is down): the
     /// majority is still of `servers`. Fails with [`Error::InvalidArgument`] unless
-    /// `servers` is odd and at least 3, and `clients` name at most that many distinct
-    /// server addresses.
+    /// `servers` is odd and at least 3 and `clients` are at most that many, or if two
+    /// clients reach the same server.
     pub fn with_servers(
         servers: usize,
         clients: impl IntoIterator<Item = Client>,
         key: impl Into<String>,
     ) -> Result<Self> {
-        RedLock::build(servers, canonical(clients), key.into())
+        RedLock::build(servers, canonical(clients)?, key.into())
     }
 
     /// A RedLock over `servers`, of which `clients` (in canonical order) reach some.
@@ -88,6 +90,7 @@ impl RedLock {
         }
         Ok(RedLock {
             key,
+            suspects: Arc::new(Mutex::new(vec![false; clients.len()])),
             clients: clients.into(),
             servers,
             options: LockOptions::new(),
@@ -111,36 +114,57 @@ impl RedLock {
     }
 
     /// Acquires the lock on a majority, waiting as long as it takes (or up to
-    /// [`LockOptions::wait`], then [`Error::Timeout`]); fails with [`Error::NoQuorum`] if
-    /// the wait limit passes while too few servers answer.
+    /// [`LockOptions::wait`], then [`Error::Timeout`]); fails with [`Error::NoQuorum`] once
+    /// fewer than a majority of servers answered for
+    /// [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout) (or until
+    /// the wait limit passed).
     pub async fn acquire(&self) -> Result<RedLockGuard> {
-        let limit = self.options.wait_limit();
-        Error::timeout_if_none(self.run(limit).await?, &self.key, limit)
+        let (limit, started) = (self.options.wait_limit(), tokio::time::Instant::now());
+        Error::timeout_since(self.run(limit).await?, &self.key, started)
     }
 
     /// Tries to acquire the lock on a majority, waiting up to `wait`; `Ok(None)` if it
-    /// stayed busy, [`Error::NoQuorum`] if too few servers answered.
+    /// stayed busy, [`Error::NoQuorum`] if too few servers answered (until `wait` or
+    /// [`ClientOptions::quorum_timeout`](crate::ClientOptions::quorum_timeout) passed).
     pub async fn try_acquire(&self, wait: Duration) -> Result<Option<RedLockGuard>> {
         self.run(Some(wait)).await
     }
 
+    /// Acquires the lock (as [`acquire`](RedLock::acquire) does), runs `work` while holding
+    /// it, then releases it, as [`Lock::with_lock`](crate::Lock::with_lock) does: if the
+    /// lock is lost while `work` runs, `work` is dropped and the call fails with
+    /// [`Error::Lost`].
+    pub async fn with_lock<F, Fut, T>(&self, work: F) -> Result<T>
+    where
+        F: FnOnce(GroupSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire().await?;
+        let signal = guard.lost_signal();
+        let done = tokio::select! {
+            biased;
+            reason = signal.lost() => Err(reason),
+            value = work(signal.clone()) => Ok(value),
+        };
+        finish(&self.key, done, guard.release().await)
+    }
+
     async fn run(&self, limit: Option<Duration>) -> Result<Option<RedLockGuard>> {
-        // One owner id on every server, so `LOCK.INFO` shows the same holder everywhere.
-        let owner: Arc<str> = self.clients[0].next_owner_id().into();
-        let locks: Vec<Lock> = self
+        let no_quorum_after = self
             .clients
             .iter()
-            .map(|c| Owner::with_id(c, owner.clone()).lock(self.key.clone()))
-            .map(|lock| lock.options(self.options))
-            .collect();
+            .map(|c| c.options().quorum_timeout_duration());
         let election = Election {
-            locks: &locks,
+            clients: &self.clients,
+            key: &self.key,
+            options: self.options,
             quorum: self.quorum(),
-            lease: self.options.lease_duration(),
             deadline: limit.map(|limit| Instant::now() + limit),
+            no_quorum_after: no_quorum_after.min().unwrap_or_default(),
+            suspects: &self.suspects,
         };
         match election.run().await {
-            Outcome::Granted(members) => Ok(Some(RedLockGuard::new(self, &owner, members))),
+            Outcome::Granted(won) => Ok(Some(RedLockGuard::new(&self.key, self.quorum(), won))),
             Outcome::TimedOut => Ok(None),
             Outcome::Unreachable(answered) => Err(Error::NoQuorum {
                 key: self.key.clone(),
@@ -151,118 +175,22 @@ impl RedLock {
     }
 }
 
-/// `clients` in the canonical order (by server address), one per address.
-fn canonical(clients: impl IntoIterator<Item = Client>) -> Vec<Client> {
+/// `clients` in the canonical order (by server identity); refused if two reach one server.
+fn canonical(clients: impl IntoIterator<Item = Client>) -> Result<Vec<Client>> {
     let mut clients: Vec<Client> = clients.into_iter().collect();
-    clients.sort_by(|a, b| a.server().cmp(b.server()));
-    clients.dedup_by(|a, b| a.server() == b.server());
-    clients
-}
-
-/// A RedLock held on a majority of its servers. Lost once fewer than a majority of its
-/// members still hold (a server that stops answering loses its member at that member's
-/// safe deadline).
-///
-/// Dropping it releases every member in the background.
-#[must_use = "the lock is released when the guard is dropped"]
-pub struct RedLockGuard {
-    key: String,
-    owner: String,
-    token: u64,
-    quorum: usize,
-    members: Members,
-}
-
-impl fmt::Debug for RedLockGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedLockGuard")
-            .field("key", &self.key)
-            .field("token", &self.token)
-            .field("quorum", &self.quorum)
-            .field("members", &self.members.guards)
-            .finish()
-    }
-}
-
-impl RedLockGuard {
-    fn new(lock: &RedLock, owner: &str, members: Members) -> RedLockGuard {
-        let tokens: Vec<u64> = members.guards.iter().map(Guard::token).collect();
-        RedLockGuard {
-            key: lock.key.clone(),
-            owner: owner.to_owned(),
-            token: quorum_token(&tokens),
-            quorum: lock.quorum(),
-            members,
-        }
-    }
-
-    /// The fencing token: the largest of the granting servers' tokens. It is higher than
-    /// every earlier holding's whenever the server that gave that holding's token granted
-    /// this one too (always, while every server is up); see the README.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// The lock's key.
-    pub fn key(&self) -> &str {
-        &self.key
-    }
-
-    /// The owner id holding the lock on every server.
-    pub fn owner(&self) -> &str {
-        &self.owner
-    }
-
-    /// The guards of the servers that granted (at least a majority), in canonical order.
-    pub fn guards(&self) -> &[Guard] {
-        &self.members.guards
-    }
-
-    /// True once fewer than a majority of members surely hold (a clock check).
-    pub fn is_lost(&self) -> bool {
-        self.members.guards.len() - self.members.lost_count() < self.quorum
-    }
-
-    /// Why a member was lost, once the lock is.
-    pub fn loss_reason(&self) -> Option<LossReason> {
-        self.is_lost().then(|| self.members.a_loss()).flatten()
-    }
-
-    /// Resolves when fewer than a majority of members hold, by their deadlines at the latest.
-    pub async fn lost(&self) -> LossReason {
-        let held = self.members.guards.len();
-        let enough = losses_to_fall_below(held, self.quorum);
-        self.members.lost(enough).await
-    }
-
-    /// Until when a majority of members surely hold.
-    pub fn valid_until(&self) -> Instant {
-        self.members.valid_until(self.quorum)
-    }
-
-    /// How long a majority surely holds from now; zero once lost.
-    pub fn remaining(&self) -> Duration {
-        self.valid_until().saturating_duration_since(Instant::now())
-    }
-
-    /// Releases every member (at once). Fails with [`Error::Lost`] if the lock was lost
-    /// (fewer than a majority held); members a minority of servers could not release end
-    /// with their leases.
-    pub async fn release(self) -> Result<()> {
-        let (lost, key) = (self.is_lost(), self.key.clone());
-        let reason = self.members.a_loss();
-        let errors = self.members.release().await;
-        match (lost, reason) {
-            (true, reason) => Err(Error::Lost {
-                key,
-                reason: reason.unwrap_or(LossReason::Expired),
-            }),
-            (false, _) => {
-                for err in errors {
-                    tracing::debug!(%err, "a RedLock member was not released; it ends with its lease");
-                }
-                Ok(())
-            }
-        }
+    clients.sort_by(|a, b| a.identity().cmp(b.identity()));
+    match clients
+        .windows(2)
+        .find(|w| w[0].identity() == w[1].identity())
+    {
+        Some(twice) => Err(Error::InvalidArgument {
+            detail: format!(
+                "one server given twice ({} and {}, both {})",
+                twice[0].server(),
+                twice[1].server(),
+                twice[0].identity()
+            ),
+        }),
+        None => Ok(clients),
     }
 }

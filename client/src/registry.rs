@@ -1,9 +1,7 @@
 //! The client's local record of the locks it holds: what the watchdog renews, when each lease
 //! runs out, and which holdings are lost. Pure bookkeeping, no Redis in it.
 
-use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +11,8 @@ use tokio::time::Instant;
 use crate::error::LossReason;
 use crate::holding::safe_deadline;
 pub(crate) use crate::holding::Holding;
+use crate::pair::Id;
+use crate::releasing::Releasing;
 
 /// A grant from the server, to be recorded.
 #[derive(Debug, Clone)]
@@ -40,9 +40,11 @@ struct Entry {
     watched: usize,
     /// The lease renewals send.
     lease: Duration,
-    /// The send time and lease of the latest-sent request known to have set the lease.
+    /// The send time and lease of the latest-sent request known to have set the lease,
+    /// and when its answer came.
     set_at: Instant,
     set_lease: Duration,
+    set_answered: Instant,
     next_renew: Instant,
 }
 
@@ -51,62 +53,34 @@ impl Entry {
         self.watched > 0 && self.current.lost_reason().is_none()
     }
 
-    /// A request sent at `at` set the lease to `lease`: the safe deadline follows the one
-    /// sent last, with the shorter of the two leases (when two requests on different
-    /// connections cross, either may have been applied last).
+    /// A request sent at `at` set the lease to `lease` (its answer came just now): the safe
+    /// deadline follows the one sent last. When the two crossed (each sent before the
+    /// other's answer came, on different connections), either may have been applied last,
+    /// so the shorter of the two leases counts; a request sent after the previous one was
+    /// answered was applied after it, and its lease alone counts.
     fn lease_set(&mut self, at: Instant, lease: Duration, margin: Duration) {
-        let shorter = lease.min(self.set_lease);
+        let crossed = at < self.set_answered;
+        let counted = if crossed {
+            lease.min(self.set_lease)
+        } else {
+            lease
+        };
         if at >= self.set_at {
             self.set_at = at;
             self.set_lease = lease;
+            self.set_answered = Instant::now();
         }
         self.current
-            .set_deadline(safe_deadline(self.set_at, shorter, margin));
+            .set_deadline(safe_deadline(self.set_at, counted, margin));
     }
 }
-
-/// A `(key, owner)` pair: the map's owned keys and borrowed lookups hash and compare alike,
-/// so a lookup allocates no key.
-trait Id {
-    fn pair(&self) -> (&str, &str);
-}
-
-impl Id for (String, String) {
-    fn pair(&self) -> (&str, &str) {
-        (&self.0, &self.1)
-    }
-}
-
-impl Id for (&str, &str) {
-    fn pair(&self) -> (&str, &str) {
-        *self
-    }
-}
-
-impl<'a> Borrow<dyn Id + 'a> for (String, String) {
-    fn borrow(&self) -> &(dyn Id + 'a) {
-        self
-    }
-}
-
-impl Hash for dyn Id + '_ {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.pair().hash(state);
-    }
-}
-
-impl PartialEq for dyn Id + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.pair() == other.pair()
-    }
-}
-
-impl Eq for dyn Id + '_ {}
 
 /// All holdings of one client, by `(key, owner)`.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     entries: HashMap<(String, String), Entry>,
+    /// The releases sent for holds forgotten here, until answered.
+    releasing: Releasing,
     /// The margin of every safe deadline (see `holding.rs`).
     margin: Duration,
     losses: Arc<AtomicU64>,
@@ -144,6 +118,7 @@ impl Registry {
                 if e.current.lost_reason().is_some() {
                     e.current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
                     (e.set_at, e.set_lease) = (g.at, g.lease);
+                    e.set_answered = Instant::now();
                 } else {
                     e.lease_set(g.at, g.lease, margin);
                 }
@@ -159,6 +134,7 @@ impl Registry {
             e.current.mark_lost(LossReason::NotHeld);
         }
         let current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
+        self.releasing.holding_changed(g.key, g.owner, g.token);
         let entry = Entry {
             current: current.clone(),
             holds: 1,
@@ -166,6 +142,7 @@ impl Registry {
             lease: g.lease,
             set_at: g.at,
             set_lease: g.lease,
+            set_answered: Instant::now(),
             next_renew: g.at + third(g.lease),
         };
         self.entries
@@ -193,7 +170,16 @@ impl Registry {
             self.entries
                 .remove(&(h.key.as_str(), h.owner.as_str()) as &dyn Id);
         }
+        if !refused {
+            self.releasing.add(&h.key, &h.owner, h.token);
+        }
         !refused
+    }
+
+    /// The release a true [`unregister`](Registry::unregister) called for was answered, or
+    /// will not be sent.
+    pub(crate) fn released(&mut self, h: &Holding) {
+        self.releasing.done(&h.key, &h.owner, h.token);
     }
 
     /// Marks `h` lost, and its entry too if the entry still describes the same holding.
@@ -273,10 +259,19 @@ impl Registry {
     }
 
     /// How many live guards hold `(key, owner)` with `token`.
+    #[cfg(test)]
     pub(crate) fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
         self.get(key, owner)
             .filter(|e| e.current.token == token)
             .map_or(0, |e| e.holds)
+    }
+
+    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
+    /// its guards' holds, and the releases sent but not yet answered.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+        let held = self.get(key, owner).map(|e| (e.current.token, e.holds));
+        let releasing = self.releasing.tokens(key, owner).map(|t| (t, 1));
+        held.into_iter().chain(releasing).collect()
     }
 
     /// How many distinct holdings are recorded.

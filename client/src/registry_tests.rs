@@ -223,3 +223,41 @@ fn drain_forgets_every_hold_and_keeps_those_that_may_be_held() {
     assert_eq!(reg.len(), 0);
     assert_eq!(reg.losses(), 1);
 }
+
+fn short_reentry(at: Instant) -> Grant<'static> {
+    Grant {
+        lease: Duration::from_millis(30),
+        ..grant("o", 7, false, at)
+    }
+}
+
+#[test]
+fn a_shorter_lease_sent_after_the_last_answer_counts_alone_and_a_renewal_ends_it() {
+    let mut reg = Registry::default();
+    let outer = reg.register(&grant("o", 7, true, Instant::now()));
+    let t1 = Instant::now();
+    reg.register(&short_reentry(t1));
+    let short = Duration::from_millis(30);
+    assert_eq!(outer.deadline(), safe_deadline(t1, short, Duration::ZERO));
+    // The watchdog renews it soon, with the watched lease, which alone counts then.
+    assert!(reg.next_wakeup().unwrap() <= t1 + short);
+    let t2 = Instant::now();
+    let due = reg.due(t2, Duration::from_secs(1));
+    assert_eq!(due.len(), 1);
+    reg.renewed(&due[0], t2);
+    assert_eq!(outer.deadline(), t2 + SAFE);
+    assert!(outer.lost_reason().is_none());
+}
+
+#[test]
+fn requests_that_crossed_count_the_shorter_lease() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(2));
+    let outer = reg.register(&grant("o", 7, true, t0 + Duration::from_millis(1)));
+    // Sent before the grant's answer came: either may have been applied last.
+    reg.register(&short_reentry(t0));
+    let short = Duration::from_millis(30);
+    let at = t0 + Duration::from_millis(1);
+    assert_eq!(outer.deadline(), safe_deadline(at, short, Duration::ZERO));
+}

@@ -52,10 +52,8 @@ pub(crate) async fn send(router: &Arc<Router>, due: &[Renewal], period: Duration
         }
         let router = router.clone();
         pipelines.spawn(async move {
-            let replies = timeout(period, async {
-                let mut conn = node.shared().await?;
-                pipe.query_async::<Piped>(&mut conn).await
-            });
+            // Renewals may run twice: sent again once if the connection was dropped.
+            let replies = timeout(period, node.pipeline::<Piped>(&pipe));
             let replies = replies.await;
             if let Ok(Err(err)) = &replies {
                 // After a failover, the next round goes to the new node; finding it does

@@ -41,10 +41,14 @@ use redis::{Cmd, FromRedisValue, RedisError, RedisResult};
 use crate::commands;
 use crate::config::ClientOptions;
 use crate::error::Error;
-use crate::node::{Carrier, Node, Shared};
+use crate::node::{dropped, Carrier, Node, Shared};
 use crate::sentinel::Sentinels;
 use crate::slots;
 use crate::topology::Topology;
+
+/// How long the shared connection may stay unused before a command that must not run twice
+/// checks it first: half the shortest idle `timeout` a server can have (1 s).
+pub(crate) const IDLE_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Sends commands to the nodes that serve their keys.
 pub(crate) struct Router {
@@ -82,6 +86,11 @@ impl Router {
         self.topology.discover().await
     }
 
+    /// Whether a failed node can be replaced by another (Sentinel, Redis Cluster).
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.topology.follows_failovers()
+    }
+
     /// The node that serves `key`, as far as the client knows.
     pub(crate) fn node_for(&self, key: &str) -> Arc<Node> {
         self.topology.node_for(key)
@@ -106,6 +115,39 @@ impl Router {
             Sent::Answered(answer, _) => answer,
             Sent::Interrupted(never, _) => match never {},
         }
+    }
+
+    /// `cmd` on `key` as [`query`](Router::query) does, sent once more if the connection
+    /// was dropped before the answer: for commands that may run twice (`LOCK.RENEW`,
+    /// `LOCK.INFO`, `PING`), so that a connection the server closed while idle (its
+    /// `timeout`) costs no failure.
+    pub(crate) async fn query_again<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        match self.query(key, cmd).await {
+            Err(err) if dropped(&err) => {
+                tracing::debug!(key, %err, "the connection was dropped; sending again");
+                self.query(key, cmd).await
+            }
+            answer => answer,
+        }
+    }
+
+    /// `cmd` on `key` as [`query`](Router::query) does, for a command that must not run
+    /// twice (`LOCK.RELEASE`): after [`IDLE_CHECK`] without commands, the shared connection
+    /// is checked with a `PING` first (sent again if the server had closed it while idle),
+    /// which also restarts the server's idle clock, so `cmd` is not lost to a closed one.
+    pub(crate) async fn query_fresh<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        if self.node_for(key).idle() >= IDLE_CHECK {
+            self.query_again::<String>(key, &commands::ping()).await?;
+        }
+        self.query(key, cmd).await
     }
 
     /// Sends the command `make` builds (once per node it goes to) on a connection from
@@ -146,6 +188,7 @@ impl Router {
                 continue;
             }
             if let Err(err) = &answer {
+                carrier.failed(&conn, err);
                 if self.recover(key, &mut route, carrier, err).await && not_run(err) {
                     continue;
                 }

@@ -82,7 +82,7 @@ impl Topology {
     }
 
     /// Loads the slot map from `node`'s `CLUSTER SLOTS`.
-    async fn load_slots(&self, node: &Node) -> RedisResult<()> {
+    async fn load_slots(&self, node: &Arc<Node>) -> RedisResult<()> {
         let mut conn = node.shared().await?;
         let slots = commands::cluster_slots()
             .query_async::<Value>(&mut conn)
@@ -172,6 +172,12 @@ impl Topology {
             }
         }
         tracing::warn!("no known cluster node gave its slot map");
+    }
+
+    /// Whether a failed node can be replaced by another: the client follows a Sentinel
+    /// master or a cluster's slot map.
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.sentinels.is_some() || self.is_cluster()
     }
 
     fn is_cluster(&self) -> bool {

@@ -107,9 +107,14 @@ impl Watchdog {
         self.shared.registry().mark_lost(holding, reason);
     }
 
-    /// How many live guards of this client hold `(key, owner)` with `token`.
-    pub(crate) fn local_holds(&self, key: &str, owner: &str, token: u64) -> usize {
-        self.shared.registry().holds(key, owner, token)
+    /// The release a true [`unregister`](Watchdog::unregister) called for was answered.
+    pub(crate) fn released(&self, holding: &Holding) {
+        self.shared.registry().released(holding);
+    }
+
+    /// The holds of `(key, owner)` this client knows of, by token (see `Registry::known`).
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+        self.shared.registry().known(key, owner)
     }
 
     /// Waits until no renewal round is in flight.

@@ -73,13 +73,37 @@ async fn acquire_with_a_wait_limit_times_out_with_the_key() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Timeout { key, waited } if key == "slow" && *waited == Duration::from_millis(150)),
+        matches!(&err, Error::Timeout { key, waited } if key == "slow" && *waited >= Duration::from_millis(150)),
         "{err:?}"
     );
+    let Error::Timeout { waited, .. } = err else {
+        unreachable!()
+    };
     assert_eq!(
         err.to_string(),
-        "timed out after 150ms waiting for lock 'slow'"
+        format!("timed out after {waited:?} waiting for lock 'slow'")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_says_how_long_it_waited_when_the_server_answered_late() {
+    let server = Server::start();
+    let client = server.client().await;
+    let _held = server.client().await.lock("late").acquire().await.unwrap();
+    let limited = LockOptions::new().wait(Duration::from_millis(100));
+    let lock = client.lock("late").options(limited);
+    server.stop();
+    let started = std::time::Instant::now();
+    let waiting = tokio::spawn(async move { lock.acquire().await });
+    // The server answers once resumed, long after the wait limit.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    server.resume();
+    let err = waiting.await.unwrap().unwrap_err();
+    let Error::Timeout { waited, .. } = err else {
+        panic!("{err:?}")
+    };
+    assert!(waited >= Duration::from_millis(700), "waited {waited:?}");
+    assert!(waited <= started.elapsed(), "waited {waited:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

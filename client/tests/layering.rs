@@ -17,14 +17,19 @@ const LAYERS: Layers = &[
         &[
             &["error"],
             &[
-                "options", "config", "slots", "info", "commands", "holding", "quorum",
+                "options", "config", "slots", "info", "commands", "holding", "quorum", "pair",
             ],
+            &["releasing", "turns", "per_thread"],
             &["registry"],
         ],
     ),
     (
         "transport",
-        &[&["node", "sentinel"], &["topology"], &["router", "pool"]],
+        &[
+            &["node", "sentinel", "identity"],
+            &["topology"],
+            &["router", "pool"],
+        ],
     ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
     ("core", &[&["core"]]),
@@ -40,7 +45,14 @@ const LAYERS: Layers = &[
     ("public API", &[&["lock"], &["client"], &["blocking"]]),
     (
         "several servers",
-        &[&["members"], &["multi", "election"], &["redlock"]],
+        &[
+            &["members", "keeper"],
+            &["signal"],
+            &["multi", "attempt"],
+            &["election"],
+            &["redlock_guard"],
+            &["redlock"],
+        ],
     ),
 ];
 

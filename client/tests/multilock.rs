@@ -188,3 +188,61 @@ async fn killing_a_server_marks_the_holder_lost() {
     // The members on the live server were released all the same.
     assert_eq!(pair.servers[0].info("a"), None);
 }
+
+/// Two MultiLocks on key "k" on two servers, one naming the first server `127.1`: both
+/// take the members in one order (by what the servers report), so they never deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_spellings_of_one_server_do_not_deadlock_two_multilocks() {
+    let mut servers = [Server::start(), Server::start()];
+    // By address text, 127.0.0.1:<first> comes before 127.0.0.1:<second>, and 127.1:<first>
+    // after both: the two MultiLocks would take the members in opposite orders.
+    servers.sort_by_key(|s| format!("127.0.0.1:{}", s.port()));
+    let open = |url: String| async move { Client::open(url).await.expect("open a client") };
+    let plain = open(servers[0].url()).await;
+    let short = open(format!("redis://127.1:{}/", servers[0].port())).await;
+    let second = open(servers[1].url()).await;
+    let one = MultiLock::new([plain.lock("k"), second.lock("k")]);
+    let other = MultiLock::new([short.lock("k"), second.lock("k")]);
+    let inside = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for multi in [one, other] {
+        let inside = inside.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..40 {
+                let guard = multi.acquire().await.expect("acquire");
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                inside.store(false, Ordering::SeqCst);
+                guard.release().await.expect("release");
+            }
+        }));
+    }
+    for task in tasks {
+        let done = timeout(Duration::from_secs(30), task).await;
+        done.expect("deadlock").expect("a contender");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_gives_a_signal_and_drops_the_work_when_a_member_is_lost() {
+    let mut pair = Pair::start().await;
+    let lease = Duration::from_millis(900);
+    let locks = ["a", "c"].map(|k| pair.client_of(k).lock(k).options(watched(lease)));
+    let multi = MultiLock::new(locks);
+    let tokens = multi.with_lock(|held| async move { held.tokens() }).await;
+    assert_eq!(tokens.unwrap().len(), 2);
+    let running = tokio::spawn(async move {
+        multi
+            .with_lock(|held| async move {
+                assert!(!held.is_lost());
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            })
+            .await
+    });
+    let held = || pair.servers[1].info("c").is_some();
+    assert!(support::eventually(Duration::from_secs(5), held).await);
+    pair.servers[1].kill();
+    let outcome = timeout(Duration::from_secs(5), running).await;
+    let outcome = outcome.expect("the work is dropped in time").unwrap();
+    assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
+}

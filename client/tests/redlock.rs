@@ -41,9 +41,13 @@ fn start(n: usize) -> Vec<Server> {
     (0..n).map(|_| Server::start()).collect()
 }
 
-/// The servers in the RedLock's canonical order (by address): the first is the gate.
+/// The servers in the RedLock's canonical order (by `run_id`): the first is the gate.
 fn in_canonical_order(mut servers: Vec<Server>) -> Vec<Server> {
-    servers.sort_by_key(|s| format!("127.0.0.1:{}", s.port()));
+    servers.sort_by_cached_key(|s| {
+        let info: String = s.cmd(&["INFO", "server"]);
+        let run_id = info.lines().find_map(|l| l.strip_prefix("run_id:"));
+        run_id.expect("INFO server has run_id").trim().to_owned()
+    });
     servers
 }
 
@@ -114,7 +118,7 @@ async fn with_one_of_three_down_locks_are_granted_renewed_and_handed_over() {
     servers[0].kill(); // the gate
     let guard = timeout(Duration::from_secs(10), lock.acquire()).await;
     let guard = guard.expect("granted in time").expect("granted");
-    assert_eq!(guard.guards().len(), 2);
+    assert_eq!(guard.held_on(), 2);
     // Three leases later it is still held on both live servers: renewed.
     tokio::time::sleep(lease * 3).await;
     assert!(!guard.is_lost(), "{:?}", guard.loss_reason());
@@ -251,4 +255,43 @@ async fn redlock_holder_process() {
     }
     std::io::stdout().flush().unwrap();
     drop(guard);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_naming_one_server_twice_by_two_spellings_is_refused() {
+    let servers = start(3);
+    let mut clients = clients(&urls(&servers)).await;
+    let short = format!("redis://127.1:{}/", servers[0].port());
+    clients[2] = Client::open_with(short, options())
+        .await
+        .expect("open a client");
+    let refused = RedLock::new(clients, "job");
+    assert!(
+        matches!(&refused, Err(Error::InvalidArgument { detail }) if detail.contains("twice")),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_lock_runs_the_work_and_drops_it_when_a_majority_is_lost() {
+    let mut servers = start(3);
+    let lock = RedLock::new(clients(&urls(&servers)).await, "job").unwrap();
+    let lock = lock.options(watched(Duration::from_millis(600)));
+    let token = lock.with_lock(|held| async move { held.tokens()[0] }).await;
+    assert!(token.unwrap() > 0);
+    assert!(servers.iter().all(|s| s.info("job").is_none()), "released");
+    let running = tokio::spawn(async move {
+        lock.with_lock(|held| async move {
+            assert!(!held.is_lost() && held.remaining() > Duration::ZERO);
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        })
+        .await
+    });
+    let held = || servers.iter().all(|s| s.info("job").is_some());
+    assert!(support::eventually(Duration::from_secs(5), held).await);
+    servers[0].kill();
+    servers[1].kill();
+    let outcome = timeout(Duration::from_secs(5), running).await;
+    let outcome = outcome.expect("the work is dropped in time").unwrap();
+    assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
 }

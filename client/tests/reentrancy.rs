@@ -5,6 +5,7 @@ mod support;
 use std::time::Duration;
 
 use rlock_client::blocking::BlockingClient;
+use rlock_client::LockOptions;
 use support::{watched, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -30,6 +31,29 @@ async fn an_owner_handle_reenters_and_needs_as_many_releases() {
     assert_eq!(server.info("tree").unwrap().holds, 1);
     assert_eq!(outer.release().await.unwrap(), 0);
     assert_eq!(server.info("tree"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reentry_with_a_shorter_lease_leaves_the_watched_outer_guard_renewed() {
+    let server = Server::start();
+    let client = server.client().await;
+    let me = client.owner();
+    // Default options: a 30 s lease the watchdog renews every 10 s.
+    let outer = me.lock("mixed").acquire().await.unwrap();
+    let short = LockOptions::new().lease(Duration::from_secs(3));
+    let inner = me.lock("mixed").options(short).acquire().await.unwrap();
+    assert_eq!(inner.token(), outer.token());
+    // Past the short lease (and the watchdog's next round at 10 s would come too late).
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(outer.loss_reason(), None, "the outer guard is lost");
+    let ttl = server.info("mixed").expect("the lock lives").ttl;
+    assert!(
+        ttl > 20_000,
+        "the watchdog did not renew the lease: {ttl} ms left"
+    );
+    assert!(outer.remaining() > Duration::from_secs(20));
+    assert_eq!(inner.release().await.unwrap(), 1);
+    assert_eq!(outer.release().await.unwrap(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -171,3 +171,41 @@ async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
     );
     assert_eq!(guard.release().await.unwrap(), 0);
 }
+
+/// A master that dies under a waiter: the waiter's connection breaks, and it queues again
+/// on the master the sentinels promote, instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_master_dies_queues_again_on_the_new_one() {
+    support::trace();
+    // A failover delay that covers the holder's lease, short for the test.
+    let args = ["--rlock.failover-delay", "3000"];
+    let mut deployment = block_in_place(|| Deployment::start(&args));
+    let old = deployment.master().expect("a master");
+    let old_port = deployment.servers[old].port();
+    let holder = Client::open(deployment.url()).await.expect("open");
+    let waiter = Client::open(deployment.url()).await.expect("open");
+    let lease = rlock_client::LockOptions::new().lease(Duration::from_millis(1500));
+    let held = holder.lock("lock:d").options(lease).acquire().await;
+    let held = held.expect("held");
+    let lock = waiter.lock("lock:d");
+    let waiting = tokio::spawn(async move { lock.acquire().await });
+    let queued = support::eventually(SOON, || {
+        deployment.servers[old]
+            .info("lock:d")
+            .is_some_and(|i| i.waiters == 1)
+    });
+    assert!(queued.await, "the waiter did not queue");
+    block_in_place(|| deployment.kill(old));
+    let new = block_in_place(|| deployment.await_new_master(old_port, SOON));
+    let new = new.unwrap_or_else(|| panic!("no new master\n{}", deployment.logs()));
+    let got = tokio::time::timeout(SOON, waiting)
+        .await
+        .expect("served in time");
+    let guard = got.expect("no panic").expect("the waiter got the lock");
+    let info = deployment.servers[new]
+        .info("lock:d")
+        .expect("held on the new master");
+    assert_eq!(info.owner, guard.owner());
+    assert!(guard.token() > held.token());
+    assert_eq!(guard.release().await.unwrap(), 0);
+}

@@ -5,13 +5,13 @@ use redis_module::raw;
 use crate::args::{self, Options};
 use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
-use crate::handoff;
+use crate::gate::{self, Verdict};
+use crate::handoff::{self, Claim, Door, Handed};
 use crate::lock::{self, AcquireStep, Holding};
 use crate::registry::Db;
 use crate::reply::Reply;
 use crate::store::{LockEntry, LockKey, Mode, Name, Over};
-use crate::token::{self, TOKENS};
-use crate::{config, counters, expiry, gate, node, waiting};
+use crate::{config, counters, expiry, node, waiting};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct AcquireArgs<'a> {
@@ -31,51 +31,89 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<AcquireArgs<'a>, Lock
 }
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
-    // One clock reading: the lease's deadline in ms, a fresh token in µs.
-    let now_us = token::now_us();
-    let now = now_us.div_euclid(1000);
+    let now = node::now_ms();
     let parsed = parse(args.bytes(), now)?;
+    gate::client_writes(ctx)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let owner = args.name(2)?;
     let db = node::selected_db(ctx);
-    // During the failover delay a lock this node does not have is granted to nobody.
-    let fenced = gate::fenced_until(now).is_some();
     let current = match key.read_as(&owner)? {
-        None if !fenced => serve_queue_first(ctx, db, &key, &owner)?,
+        None => serve_queue_first(ctx, db, &key, &owner)?,
         current => current,
     };
-    let deadline_ms = now.saturating_add(lease);
-    let (holds, token, over, counter) = match lock::acquire(current.as_ref(), parsed.owner) {
-        AcquireStep::Fresh if !fenced => {
-            let token = TOKENS
-                .issue(now_us)
-                .map_err(|_| LockError::TokensExhausted)?;
-            (1, token, Over::Nothing, &counters::ACQUIRED)
-        }
-        AcquireStep::Reenter { count, token } => (count, token, Over::Itself, &counters::REENTERED),
-        // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
-        AcquireStep::Fresh | AcquireStep::Contended => match parsed.options.wait {
-            Some(wait) if node::can_block(ctx) => {
-                waiting::wait(ctx, db, &key, parsed.owner, lease, wait)?;
-                return Ok(Reply::Sent);
-            }
-            _ => {
-                counters::CONTENDED.bump();
-                return Ok(Reply::Nil);
-            }
+    let held_back = match lock::acquire(current.as_ref(), parsed.owner) {
+        AcquireStep::Fresh => match take_free(ctx, &key, owner, lease)? {
+            Ok(token) => return Ok(Reply::Integer(token)),
+            Err(held_back) => held_back,
         },
+        AcquireStep::Reenter { count, token } => {
+            return reenter(ctx, &key, owner, count, token, now.saturating_add(lease));
+        }
+        AcquireStep::Contended => None,
         AcquireStep::CountOverflow => return Err(LockError::CountOverflow),
     };
+    // Held by another, or the gate holds a fresh holding back (the failover delay, a
+    // stall...). Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
+    match parsed.options.wait {
+        Some(wait) if node::can_block(ctx) => {
+            waiting::wait(ctx, db, &key, parsed.owner, (lease, wait), held_back)?;
+            Ok(Reply::Sent)
+        }
+        _ => {
+            counters::CONTENDED.bump();
+            Ok(Reply::Nil)
+        }
+    }
+}
+
+/// A free lock: through the one door, its token; or, when the gate holds it back, when to
+/// ask again (if the gate said).
+fn take_free(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &LockKey,
+    owner: Name<'_>,
+    lease_ms: i64,
+) -> Result<Result<i64, Option<i64>>, LockError> {
+    let claim = Claim {
+        owner,
+        lease_ms,
+        wait_until: None,
+        in_command: true,
+    };
+    Ok(
+        match handoff::fresh_holding(ctx, key, Over::Nothing, &claim)? {
+            Door::Held { token, deadline_ms } => {
+                expiry::lease_moved(ctx, key.name(), deadline_ms);
+                counters::ACQUIRED.bump();
+                Ok(token)
+            }
+            Door::Shut(Verdict::Later(at)) => Err(Some(at)),
+            Door::Shut(_) => Err(None),
+        },
+    )
+}
+
+/// The holder acquires again: count + 1, lease reset, same token (not while the node is
+/// held back after a stall: a reentry extends the lease).
+fn reenter(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &LockKey,
+    owner: Name<'_>,
+    holds: i64,
+    token: i64,
+    deadline_ms: i64,
+) -> Result<Reply, LockError> {
+    gate::renewals(node::now_ms())?;
     let holding = LockEntry {
         owner,
         holds,
         token,
         deadline_ms,
     };
-    key.write_holding(&holding, over)?;
+    key.write_holding(&holding, Over::Itself)?;
     expiry::lease_moved(ctx, key.name(), deadline_ms);
-    counter.bump();
+    counters::REENTERED.bump();
     Ok(Reply::Integer(token))
 }
 
@@ -87,12 +125,17 @@ fn serve_queue_first(
     key: &LockKey,
     owner: &Name<'_>,
 ) -> Result<Option<Holding>, LockError> {
-    let handed = handoff::hand_off(ctx, db, key, Over::Nothing)?;
-    if handed.is_none() {
-        return Ok(None);
+    match handoff::hand_off(ctx, db, key, Over::Nothing, true)? {
+        Handed::Nobody => Ok(None),
+        Handed::NotNow(at) => {
+            expiry::arm(ctx, db, key.name(), at);
+            Ok(None)
+        }
+        Handed::To(deadline_ms) => {
+            expiry::lease_moved(ctx, key.name(), deadline_ms);
+            key.read_as(owner)
+        }
     }
-    expiry::handed(ctx, key.name(), handed);
-    key.read_as(owner)
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use redis_module::raw;
 use crate::args::{self, strict_i64};
 use crate::dispatch::Args;
 use crate::error::LockError;
-use crate::node;
 use crate::reply::Reply;
 use crate::store::{LockEntry, LockKey, Mode};
 use crate::token::TOKENS;
+use crate::{config, node};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApplyArgs {
@@ -54,7 +54,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     };
     key.write_holding(&holding, key.over_for(owner.bytes))?;
     // Bounded as any token in the data: a reentered hand-made lock replicates its @token.
-    TOKENS.learn(parsed.token);
+    TOKENS.learn(parsed.token, config::token_gap());
     Ok(Reply::Ok)
 }
 

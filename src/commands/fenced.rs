@@ -14,13 +14,17 @@ use crate::error::LockError;
 use crate::fence::{self, InnerKey, INNER};
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode};
-use crate::{guard, inner, node};
+use crate::{gate, guard, inner, node};
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = fence::parse(args.bytes())?;
     let command = args.strings().get(INNER..).unwrap_or_default();
     let in_script = node::flags(ctx) & raw::REDISMODULE_CTX_FLAGS_LUA != 0;
     fence::check_command(args.bytes().get(INNER..).unwrap_or_default(), in_script)?;
+    // As a renewal would be: not on a (writable) replica, not while writes are paused, and
+    // not while a stalled node may have been failed over behind its back.
+    gate::client_writes(ctx)?;
+    gate::renewals(node::now_ms())?;
     let key = LockKey::open(ctx, args.key()?, Mode::Read)?;
     let positions = inner::keys_of(ctx, command)?;
     let keys: Vec<InnerKey<'_>> = positions

@@ -6,7 +6,7 @@ use crate::dispatch::Args;
 use crate::error::LockError;
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode, Replicate};
-use crate::{counters, expiry, handoff};
+use crate::{counters, expiry, gate, handoff};
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -18,11 +18,12 @@ pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;
+    gate::client_writes(ctx)?;
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     if key.read()?.is_none() {
         return Ok(Reply::Integer(0));
     }
-    let handed = handoff::end_holding(ctx, &key, Replicate::Del)?;
+    let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease, true)?;
     expiry::handed(ctx, key.name(), handed);
     counters::FORCE_RELEASES.bump();
     Ok(Reply::Integer(1))

@@ -9,6 +9,7 @@ pub mod apply;
 pub mod fenced;
 pub mod forcerelease;
 pub mod info;
+pub mod raise;
 pub mod release;
 pub mod renew;
 
@@ -40,7 +41,7 @@ macro_rules! call {
 
 /// Every command. All take the lock's key at position 1; `LOCK.FENCED` also the keys of
 /// the command it runs, which its `getkeys-api` callback reports.
-pub const COMMANDS: [CommandSpec; 7] = [
+pub const COMMANDS: [CommandSpec; 8] = [
     CommandSpec {
         name: c"lock.acquire",
         flags: c"write deny-oom blocking",
@@ -110,6 +111,16 @@ pub const COMMANDS: [CommandSpec; 7] = [
         summary: c"Runs a command only while owner holds the lock with the holding of token, atomically. Returns the command's reply.",
         args: &[KEY, OWNER, HOLDING, COMMAND, ARG],
         call: fenced::call,
+    },
+    CommandSpec {
+        name: c"lock.raise",
+        flags: c"write fast",
+        arity: 5,
+        keys: KeyAccess::Read,
+        categories: c"hash",
+        summary: c"Raises this node's token counter to at least floor, for the holder of the lock. Returns the counter, or nil if not held.",
+        args: &[KEY, OWNER, TOKEN, FLOOR],
+        call: call!("LOCK.RAISE", raise),
     },
 ];
 
@@ -182,6 +193,13 @@ const ARG: ArgDoc = ArgDoc {
     token: None,
     optional: true,
     summary: c"The command's arguments.",
+};
+const FLOOR: ArgDoc = ArgDoc {
+    name: c"floor",
+    kind: ArgKind::Integer,
+    token: None,
+    optional: false,
+    summary: c"The least value the node's token counter must reach.",
 };
 const AT: ArgDoc = ArgDoc {
     name: c"unix-time-milliseconds",

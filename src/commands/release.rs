@@ -8,7 +8,7 @@ use crate::error::{self, LockError, Opt};
 use crate::lock::{self, ReleaseStep};
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode, Replicate};
-use crate::{counters, expiry, handoff};
+use crate::{counters, expiry, gate, handoff};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReleaseArgs<'a> {
@@ -32,6 +32,7 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, LockError> {
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let ReleaseArgs { owner, token } = parse(args.bytes())?;
+    gate::client_writes(ctx)?;
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let name = args.name(2)?;
     let current = key
@@ -46,7 +47,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         ReleaseStep::Freed => {
             // Replayed on a replica or from the AOF, the lock is there with this one hold
             // (it cannot expire there), so the command deletes it as it did here.
-            let handed = handoff::end_holding(ctx, &key, Replicate::Command)?;
+            let handed = handoff::end_holding(ctx, &key, Replicate::Command, true)?;
             expiry::handed(ctx, key.name(), handed);
             counters::RELEASED.bump();
             Ok(Reply::Integer(0))

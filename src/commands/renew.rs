@@ -7,7 +7,7 @@ use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
 use crate::reply::Reply;
 use crate::store::{LockKey, Mode};
-use crate::{config, counters, expiry, node};
+use crate::{config, counters, expiry, gate, node};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RenewArgs<'a> {
@@ -34,6 +34,10 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<RenewArgs<'a>, LockEr
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let now = node::now_ms();
     let parsed = parse(args.bytes(), now)?;
+    gate::client_writes(ctx)?;
+    // After a stall the node may have been failed over: it extends no lease until it knows
+    // its replicas again.
+    gate::renewals(now)?;
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let owner = args.name(2)?;
     match key.read_as(&owner)? {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use redis_module::raw;
 
 use crate::args::strict_i64;
+use crate::config;
 use crate::error::LockError;
 use crate::ffi::{api, kept, OwnedString};
 use crate::lock::{Holding, TOKEN_FIELD};
@@ -42,6 +43,10 @@ pub fn while_self_notifying(f: impl FnOnce()) {
     f();
     SELF_NOTIFYING.store(before, Ordering::Relaxed);
 }
+
+/// Most `ScanKey` calls for one lock: a hashtable of 2^24 buckets (a hash that once had
+/// millions of fields) is still read whole.
+const MAX_SCAN_CALLS: usize = 1 << 24;
 
 /// The (field, value) pairs of a hash.
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
@@ -88,7 +93,7 @@ impl LockKey {
     pub fn read(&self) -> Result<Option<Holding>, LockError> {
         let holding = self.read_fields()?;
         if let Some(h) = &holding {
-            TOKENS.learn(h.token);
+            TOKENS.learn(h.token, config::token_gap());
         }
         Ok(holding)
     }
@@ -103,10 +108,11 @@ impl LockKey {
             raw::REDISMODULE_KEYTYPE_EMPTY => Ok(None),
             raw::REDISMODULE_KEYTYPE_HASH => {
                 // A lock has one owner field and maybe a token: never scan a big hash.
-                if unsafe { value_length(self.key) } > 2 {
+                let len = unsafe { value_length(self.key) };
+                if len > 2 {
                     return Err(LockError::NotALock);
                 }
-                let fields = self.scan_fields()?;
+                let fields = self.scan_fields(len)?;
                 Holding::from_fields(&fields)
                     .map(Some)
                     .map_err(|_| LockError::NotALock)
@@ -155,7 +161,7 @@ impl LockKey {
         };
         match holding {
             Some((count, token)) => {
-                TOKENS.learn(token);
+                TOKENS.learn(token, config::token_gap());
                 Ok(Some(Holding {
                     owner: owner.bytes.to_vec(),
                     count,
@@ -172,15 +178,18 @@ impl LockKey {
         (!s.is_null()).then(|| OwnedString::adopt(self.ctx, s))
     }
 
-    fn scan_fields(&self) -> Result<Fields, LockError> {
+    /// The `len` fields of a hash of at most two. A listpack is scanned whole in one call;
+    /// a hashtable (a hash that once had many fields, or a field or value too long for a
+    /// listpack) one bucket or so per call, and it may have many empty buckets left (it is
+    /// not shrunk while a fork runs, nor until its next delete): the scan goes on until it
+    /// has the fields, bounded by [`MAX_SCAN_CALLS`] buckets.
+    fn scan_fields(&self, len: usize) -> Result<Fields, LockError> {
         let create = api!(RedisModule_ScanCursorCreate);
         let destroy = api!(RedisModule_ScanCursorDestroy);
         let scan = api!(RedisModule_ScanKey);
         let mut fields: Fields = Vec::with_capacity(2);
         let cursor = unsafe { create() };
-        // A two-field hash is a listpack, scanned whole in one call; the bound only guards
-        // against a server that would behave otherwise.
-        for _ in 0..8 {
+        for _ in 0..MAX_SCAN_CALLS {
             let more = unsafe {
                 scan(
                     self.key,
@@ -189,7 +198,7 @@ impl LockKey {
                     (&mut fields as *mut Fields).cast::<c_void>(),
                 )
             };
-            if more == 0 || fields.len() > 2 {
+            if more == 0 || fields.len() >= len {
                 break;
             }
         }

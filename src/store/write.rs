@@ -3,8 +3,9 @@
 //! Writes go through the module key API, which replicates nothing by itself, so each write
 //! here replicates itself as something that gives the same result whenever and wherever
 //! it runs: a new or reentered holding as one `LOCK.APPLY key owner holds token unix-ms`,
-//! the other writes as their effects (`HSET` of a count, `PEXPIREAT`, `DEL`), and a release
-//! that deletes the lock as the `LOCK.RELEASE` itself (see [`Replicate::Command`]). A
+//! the other writes as their effects (`HSET` of a count, `PEXPIREAT`), a release that
+//! deletes the lock as the `LOCK.RELEASE` itself (see [`Replicate::Command`]), and any other
+//! deletion as `LOCK.FORCERELEASE`. A
 //! replica or an AOF thus replays exactly what the master did, whatever time it is there.
 //! Each write also sends the keyspace events that `HSET`, `PEXPIREAT` and `DEL` would.
 //!
@@ -24,8 +25,10 @@ use crate::ffi::{api, kept, OwnedString};
 /// How a deletion that frees a lock reaches replicas and the AOF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replicate {
-    /// As `DEL key`.
-    Del,
+    /// As `LOCK.FORCERELEASE key` (a force release, a grant taken back): replayed, it
+    /// deletes the lock and, outside a cluster, a replica publishes the release message to
+    /// its own subscribers, as for a replayed `LOCK.RELEASE`.
+    ForceRelease,
     /// As the command being run, verbatim: for a `LOCK.RELEASE` that removed the last
     /// hold. Replayed, it finds the same lock with the same single hold, since a replica
     /// or an AOF being loaded never expires a key, and so deletes it just the same.
@@ -169,9 +172,10 @@ impl LockKey {
     pub fn delete(&self, how: Replicate) -> Result<(), LockError> {
         self.delete_locally()?;
         match how {
-            Replicate::Del => {
+            Replicate::ForceRelease => {
                 let replicate = api!(RedisModule_Replicate);
-                unsafe { replicate(self.ctx, c"DEL".as_ptr(), c"s".as_ptr(), self.name) };
+                let command = c"LOCK.FORCERELEASE".as_ptr();
+                unsafe { replicate(self.ctx, command, c"s".as_ptr(), self.name) };
             }
             Replicate::Command => {
                 let verbatim = api!(RedisModule_ReplicateVerbatim);

@@ -5,8 +5,8 @@
 //! - a **fencing token** is any number of 16 digits or more (tokens are the wall clock in
 //!   microseconds). The first time a transcript's reply shows one, it stands for the token
 //!   the server gave there; every later appearance of the same digits, in a reply or in a
-//!   command (`TOKEN 1795297040397997`), means that same token. Digits never seen in a reply
-//!   stay as written (a made-up stale token);
+//!   command (`TOKEN 1795297040397997`), means that same token. Digits a command shows
+//!   before any reply did stay as written there and after (a made-up stale token, a floor);
 //! - any other varying number is written with a `~` before it (`(integer) ~29972`, a TTL):
 //!   it matches any integer.
 
@@ -69,8 +69,8 @@ fn digits_end(bytes: &[u8], mut at: usize) -> usize {
 
 /// A command line split as `redis-cli` splits it: on spaces, `"..."` with `\"`, `\\`,
 /// `\n`, `\r`, `\t` and `\xHH` escapes, `'...'` with `\'`; documented tokens replaced by
-/// the server's.
-pub fn split(line: &str, tokens: &Tokens) -> Result<Vec<Vec<u8>>, String> {
+/// the server's (a token not met yet is taken as written, from then on).
+pub fn split(line: &str, tokens: &mut Tokens) -> Result<Vec<Vec<u8>>, String> {
     let mut args = Vec::new();
     let mut chars = line.chars().peekable();
     loop {
@@ -91,7 +91,11 @@ pub fn split(line: &str, tokens: &Tokens) -> Result<Vec<Vec<u8>>, String> {
             }
         }
         let text = String::from_utf8_lossy(&arg).into_owned();
-        args.push(tokens.get(&text).map_or(arg, |t| t.clone().into_bytes()));
+        if text.len() >= TOKEN_DIGITS && text.bytes().all(|b| b.is_ascii_digit()) {
+            let token = tokens.entry(text.clone()).or_insert(text);
+            arg = token.clone().into_bytes();
+        }
+        args.push(arg);
     }
 }
 

@@ -158,11 +158,11 @@ impl Replay {
 
     /// The arguments of a step: a command as `redis-cli` splits it, or the `EVAL` of a
     /// `redis-cli --eval` line.
-    fn args(&self, step: &Step) -> Result<Vec<Vec<u8>>, String> {
+    fn args(&mut self, step: &Step) -> Result<Vec<Vec<u8>>, String> {
         let Some(eval) = step.text.strip_prefix("$ redis-cli --eval ") else {
-            return split(&step.text, &self.tokens);
+            return split(&step.text, &mut self.tokens);
         };
-        let mut words = split(eval, &self.tokens)?;
+        let mut words = split(eval, &mut self.tokens)?;
         let name = String::from_utf8_lossy(&words.remove(0)).into_owned();
         let script = self
             .scripts

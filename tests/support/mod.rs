@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod proxy;
 pub mod redisson;
+pub mod sentinel;
 
 use std::collections::BTreeMap;
 use std::fs;

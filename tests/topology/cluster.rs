@@ -162,3 +162,60 @@ fn each_subscriber_of_a_cluster_gets_one_release_message() {
         assert_eq!(payloads, [b"0"], "subscriber on the {who}");
     }
 }
+
+/// A waiter sent away gets the redirect Redis itself gives for the key: the node named as
+/// `cluster-preferred-endpoint-type` says (here its announced hostname), not the first IP
+/// and port of `CLUSTER NODES`.
+#[test]
+fn a_waiter_is_redirected_to_the_endpoint_redis_would_name() {
+    let source = node();
+    let bus = free_port().to_string();
+    let target = Server::start_with(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        &bus,
+        "--cluster-announce-hostname",
+        "lock-target.test",
+    ]);
+    for (server, first, last) in [(&source, "0", "8191"), (&target, "8192", "16383")] {
+        let reply = raw(
+            &mut server.conn(),
+            &["CLUSTER", "ADDSLOTSRANGE", first, last],
+        );
+        assert_eq!(reply, Value::Okay);
+    }
+    join(&source, &target);
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let prefer = [
+        "CONFIG",
+        "SET",
+        "cluster-preferred-endpoint-type",
+        "hostname",
+    ];
+    assert_eq!(raw(&mut s, &prefer), Value::Okay);
+    let named = wait_until(SETTLE, || {
+        text(&mut s, &["CLUSTER", "NODES"]).contains("lock-target.test")
+    });
+    assert!(named, "the source never learned the target's hostname");
+    let slot = slot_of(&mut s, KEY);
+    int(&mut s, &["LOCK.ACQUIRE", KEY, "a", "LEASE", "60000"]);
+    let mut waiter = enqueue(&source, KEY, &["b", "WAIT", "0"]);
+    let (source_id, target_id) = (id(&source), id(&target));
+    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
+    assert_eq!(raw(&mut t, &importing), Value::Okay);
+    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
+    assert_eq!(raw(&mut s, &migrating), Value::Okay);
+    let port = target.port().to_string();
+    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
+    assert_eq!(raw(&mut s, &moved), Value::Okay);
+    let redis_says = crate::support::error_text(&raw(&mut s, &["HGETALL", KEY]));
+    assert_eq!(
+        redis_says,
+        Some(format!("ASK {slot} lock-target.test:{port}"))
+    );
+    match waiter.reply() {
+        Reply::Error(e) => assert_eq!(Some(e), redis_says),
+        other => panic!("the waiter got {other:?}"),
+    }
+}

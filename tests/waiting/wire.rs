@@ -53,21 +53,29 @@ impl Wire {
 
     /// The next reply, or `None` if none arrives within `limit`.
     pub fn reply_within(&mut self, limit: Duration) -> Option<Reply> {
+        self.reply_or_close(limit)
+            .unwrap_or_else(|closed| panic!("{closed}"))
+    }
+
+    /// The next reply, `None` if none arrives within `limit`, or an error if the server
+    /// closed the connection first (Sentinel kills the clients of a node it reconfigures).
+    pub fn reply_or_close(&mut self, limit: Duration) -> Result<Option<Reply>, String> {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(reply) = self.parse() {
-                return Some(reply);
+                return Ok(Some(reply));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return None;
+                return Ok(None);
             }
             self.stream
                 .set_read_timeout(Some(left))
                 .expect("set read timeout");
             let mut chunk = [0u8; 512];
             match self.stream.read(&mut chunk) {
-                Ok(0) => panic!("the server closed the connection"),
+                Ok(0) => return Err("the server closed the connection".to_owned()),
+                Err(e) if e.kind() == ErrorKind::ConnectionReset => return Err(e.to_string()),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
                 Err(e) => panic!("read a reply: {e}"),

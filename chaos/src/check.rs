@@ -1,0 +1,252 @@
+//! The checker: judges a history. Pure (no I/O), unit-tested on hand-made histories in
+//! `check_tests.rs`. Replica differences and crashes are counted by the run after it
+//! settles and added to the counts here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::history::{Event, Section, Wait};
+
+/// Every safety count, and the run's size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub acquisitions: usize,
+    pub faults: usize,
+    pub overlaps: usize,
+    pub stale_accepted: usize,
+    pub repeated_tokens: usize,
+    pub backwards_tokens: usize,
+    pub lost_replies: usize,
+    pub double_replies: usize,
+    pub replica_diffs: usize,
+    pub crashes: usize,
+}
+
+impl Counts {
+    /// The sum of the safety counts: 0 for a safe run.
+    pub fn violations(&self) -> usize {
+        self.overlaps
+            + self.stale_accepted
+            + self.repeated_tokens
+            + self.backwards_tokens
+            + self.lost_replies
+            + self.double_replies
+            + self.replica_diffs
+            + self.crashes
+    }
+}
+
+/// Judges `events`.
+pub fn judge(events: &[Event]) -> Counts {
+    let sections: Vec<&Section> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Section(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let waits: Vec<&Wait> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Wait(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    let by_key = group_by_key(&sections);
+    Counts {
+        acquisitions: count(events, |e| matches!(e, Event::Acquire { ok: true, .. })),
+        faults: count(events, |e| matches!(e, Event::Fault { .. })),
+        overlaps: by_key.values().map(|s| overlaps(s)).sum(),
+        stale_accepted: sections.iter().map(|s| stale_writes(s)).sum(),
+        repeated_tokens: by_key.values().map(|s| repeated(s)).sum(),
+        backwards_tokens: by_key.values().map(|s| backwards(s)).sum(),
+        lost_replies: waits
+            .iter()
+            .filter(|w| w.replies == 0 && !w.conn_error)
+            .count(),
+        double_replies: waits.iter().filter(|w| w.replies > 1).count(),
+        replica_diffs: 0,
+        crashes: 0,
+    }
+}
+
+fn count(events: &[Event], what: impl Fn(&Event) -> bool) -> usize {
+    events.iter().filter(|e| what(e)).count()
+}
+
+fn group_by_key<'a>(sections: &[&'a Section]) -> BTreeMap<&'a str, Vec<&'a Section>> {
+    let mut by_key: BTreeMap<&str, Vec<&Section>> = BTreeMap::new();
+    for s in sections {
+        by_key.entry(s.key.as_str()).or_default().push(s);
+    }
+    by_key
+}
+
+/// A holding: reentrant sections of one owner under one token are one holding.
+fn holding(s: &Section) -> (&str, u64) {
+    (s.owner.as_str(), s.token)
+}
+
+/// Pairs of sections of one key, of different holdings, both believed held throughout,
+/// whose [begin, end] intervals (the resource's clock) intersect.
+fn overlaps(sections: &[&Section]) -> usize {
+    overlapping(sections).len()
+}
+
+/// The overlapping pairs of [`overlaps`], to show what was found.
+fn overlapping<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> {
+    let mut believed: Vec<(u64, u64, &Section)> = sections
+        .iter()
+        .filter(|s| s.believed)
+        .filter_map(|s| Some((s.begin.stamp_us, s.end?.stamp_us, *s)))
+        .collect();
+    believed.sort_by_key(|&(begin, _, _)| begin);
+    let mut active: Vec<(u64, &Section)> = Vec::new();
+    let mut found = Vec::new();
+    for (begin, end, s) in believed {
+        active.retain(|&(other_end, _)| other_end > begin);
+        let others = active
+            .iter()
+            .filter(|(_, other)| holding(other) != holding(s));
+        found.extend(others.map(|&(_, other)| (other, s)));
+        active.push((end, s));
+    }
+    found
+}
+
+/// Every overlapping pair of sections, stale write and backwards token, one line each (for
+/// the report).
+pub fn describe(events: &[Event]) -> Vec<String> {
+    let sections: Vec<&Section> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Section(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let by_key = group_by_key(&sections);
+    let mut lines: Vec<String> = by_key
+        .iter()
+        .flat_map(|(key, s)| overlapping(s).into_iter().map(move |(a, b)| (key, a, b)))
+        .map(|(key, a, b)| format!("overlap on {key}: {} / {}", show(a), show(b)))
+        .collect();
+    for s in sections.iter().filter(|s| stale_writes(s) > 0) {
+        lines.push(format!("stale write accepted on {}: {}", s.key, show(s)));
+    }
+    for (key, s) in &by_key {
+        for (earlier, later) in backwards_pairs(s) {
+            lines.push(format!(
+                "token backwards on {key}: {} then {}",
+                show(earlier),
+                show(later)
+            ));
+        }
+    }
+    lines
+}
+
+fn show(s: &Section) -> String {
+    let end = s.end.map_or(0, |w| w.stamp_us);
+    format!(
+        "{} owner={} token={} lease={}ms [{}..{}] begin_accepted={} believed={}",
+        s.worker, s.owner, s.token, s.lease_ms, s.begin.stamp_us, end, s.begin.accepted, s.believed
+    )
+}
+
+/// Writes the resource accepted from a token below the highest it had accepted, or equal
+/// to it but from another owner (two holders with one token).
+fn stale_writes(s: &Section) -> usize {
+    if !s.fenced {
+        return 0;
+    }
+    let stale = |w: &crate::history::Write| {
+        let token = s.token as i64;
+        w.accepted && (token < w.max_before || (token == w.max_before && !w.same_holder))
+    };
+    [Some(s.begin), s.end]
+        .iter()
+        .flatten()
+        .filter(|w| stale(w))
+        .count()
+}
+
+/// Tokens of one key that more than one owner was given: one per extra owner.
+fn repeated(sections: &[&Section]) -> usize {
+    let mut owners: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
+    for s in sections.iter().filter(|s| s.fenced && s.token > 0) {
+        owners.entry(s.token).or_default().insert(&s.owner);
+    }
+    owners.values().map(|o| o.len() - 1).sum()
+}
+
+/// Believed sections whose token is lower than that of a holding of the key that had
+/// already ended (its end write) before they began.
+fn backwards(sections: &[&Section]) -> usize {
+    backwards_pairs(sections).len()
+}
+
+/// The sections of [`backwards`], each with the ended section of the highest token.
+fn backwards_pairs<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> {
+    let fenced: Vec<&Section> = sections.iter().copied().filter(|s| s.fenced).collect();
+    let mut ends: Vec<(u64, &Section)> = fenced
+        .iter()
+        .filter_map(|s| Some((s.end?.stamp_us, *s)))
+        .collect();
+    ends.sort_by_key(|&(end, _)| end);
+    let mut begins: Vec<&Section> = fenced.into_iter().filter(|s| s.believed).collect();
+    begins.sort_by_key(|s| s.begin.stamp_us);
+    let (mut next, mut highest, mut found) = (0, None::<&Section>, Vec::new());
+    for s in begins {
+        while next < ends.len() && ends[next].0 < s.begin.stamp_us {
+            if highest.is_none_or(|h| ends[next].1.token > h.token) {
+                highest = Some(ends[next].1);
+            }
+            next += 1;
+        }
+        if let Some(h) = highest.filter(|h| s.token < h.token) {
+            found.push((h, s));
+        }
+    }
+    found
+}
+
+/// Per fault, the time from its start to the first successful acquisition after it (to
+/// `end_us` when none came): (p50, max) in milliseconds.
+pub fn unavailability(events: &[Event], end_us: u64) -> (u64, u64) {
+    let mut gaps: Vec<u64> = gaps(events, end_us).into_iter().map(|(_, ms)| ms).collect();
+    gaps.sort_unstable();
+    let p50 = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
+    (p50, gaps.last().copied().unwrap_or(0))
+}
+
+/// The fault after which acquisitions stopped longest, and for how many milliseconds.
+pub fn worst_fault(events: &[Event], end_us: u64) -> Option<(String, u64)> {
+    gaps(events, end_us).into_iter().max_by_key(|&(_, ms)| ms)
+}
+
+/// Each fault's description and its gap in milliseconds.
+fn gaps(events: &[Event], end_us: u64) -> Vec<(String, u64)> {
+    let mut grants: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Acquire { t_us, ok: true, .. } => Some(*t_us),
+            _ => None,
+        })
+        .collect();
+    grants.sort_unstable();
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Fault { t_us, what } => Some((what.clone(), *t_us)),
+            _ => None,
+        })
+        .map(|(what, f)| {
+            let i = grants.partition_point(|&g| g < f);
+            let next = grants.get(i).copied().unwrap_or(u64::MAX);
+            (what, (next.min(end_us.max(f)) - f) / 1000)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "check_tests.rs"]
+mod tests;

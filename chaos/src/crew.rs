@@ -1,0 +1,170 @@
+//! Starts the workers a run asks for (`--workers`, default all that apply): tasks of the
+//! client crate, threads of raw and Redisson-style clients, child processes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rlock_client::{Client, ClientOptions};
+use tokio::runtime::Runtime;
+
+use crate::deploy::{Deployment, Topology, MASTER_NAME};
+use crate::history::History;
+use crate::workers::child::ChildWorker;
+use crate::workers::raw::Target;
+use crate::workers::{client, raw, redisson, several, Ctx};
+
+/// Every kind of worker (the `--workers` list takes these).
+pub const KINDS: &[&str] = &[
+    "client", "owner", "child", "raw", "redisson", "redlock", "multi",
+];
+
+/// The kinds `all` means: RedLock and MultiLock need several servers; raw clients do not
+/// follow a cluster's redirections; scripts do not wait
+/// out the failover delay, so Redisson-style workers share keys with the others only where
+/// no replica is promoted (and in the unsafe switch).
+pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
+    let fits = |k: &&&str| match **k {
+        "redlock" | "multi" => topology == Topology::Redlock,
+        "redisson" => {
+            topology == Topology::Single || (unsafe_mode && topology == Topology::Sentinel)
+        }
+        "raw" => topology != Topology::Cluster,
+        _ => true,
+    };
+    KINDS.iter().filter(fits).map(|k| k.to_string()).collect()
+}
+
+pub struct Crew {
+    pub tasks: Vec<tokio::task::JoinHandle<()>>,
+    pub threads: Vec<JoinHandle<()>>,
+    pub children: Vec<ChildWorker>,
+}
+
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Starts `kinds` of workers on `deployment`.
+pub fn start(
+    runtime: &Runtime,
+    ctx: &Arc<Ctx>,
+    deployment: &Deployment,
+    kinds: &[String],
+    seed: u64,
+) -> Crew {
+    let has = |k: &str| kinds.iter().any(|x| x == k);
+    let urls = deployment.urls();
+    let clients = open_clients(runtime, &urls);
+    let mut tasks: Vec<Task> = Vec::new();
+    for i in 0..3 {
+        if has("redlock") {
+            tasks.push(Box::pin(several::run_redlock(
+                ctx.clone(),
+                clients.clone(),
+                format!("redlock{i}"),
+            )));
+        }
+        if has("multi") && i < 2 {
+            tasks.push(Box::pin(several::run_multilock(
+                ctx.clone(),
+                clients.clone(),
+                format!("multi{i}"),
+            )));
+        }
+        if has("client") {
+            tasks.push(Box::pin(client::run(
+                ctx.clone(),
+                clients[0].clone(),
+                format!("client{i}"),
+            )));
+        }
+    }
+    if has("owner") {
+        let owner = Arc::new(clients[0].owner());
+        for i in 0..3 {
+            tasks.push(Box::pin(client::run_owner_task(
+                ctx.clone(),
+                owner.clone(),
+                format!("owner{i}"),
+            )));
+        }
+    }
+    let target = target(deployment);
+    let mut threads = Vec::new();
+    for i in 0..2 {
+        let (c, t) = (ctx.clone(), target.clone());
+        if has("raw") {
+            threads.push(std::thread::spawn(move || {
+                raw::run(c, t, format!("raw{i}"))
+            }));
+        }
+        let (c, t) = (ctx.clone(), target.clone());
+        if has("redisson") {
+            threads.push(std::thread::spawn(move || {
+                redisson::run(c, t, format!("redisson{i}"))
+            }));
+        }
+    }
+    let children = if has("child") {
+        spawn_children(ctx, &urls[0], seed)
+    } else {
+        Vec::new()
+    };
+    Crew {
+        tasks: tasks.into_iter().map(|t| runtime.spawn(t)).collect(),
+        threads,
+        children,
+    }
+}
+
+fn open_clients(runtime: &Runtime, urls: &[String]) -> Vec<Client> {
+    let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
+    runtime.block_on(async {
+        let mut clients = Vec::new();
+        for url in urls {
+            let client = Client::open_with(url, options).await;
+            clients.push(client.unwrap_or_else(|e| panic!("open {url}: {e}")));
+        }
+        clients
+    })
+}
+
+fn spawn_children(ctx: &Ctx, url: &str, seed: u64) -> Vec<ChildWorker> {
+    let history: &History = &ctx.history;
+    (0..2)
+        .map(|i| {
+            let name = format!("child{i}");
+            ChildWorker::spawn(
+                &name,
+                url,
+                &ctx.resource,
+                &ctx.keys,
+                seed + i,
+                ctx.ignore_loss,
+                history,
+            )
+        })
+        .collect()
+}
+
+/// How raw and Redisson workers find the lock server: its proxy, or the master's that the
+/// sentinels name.
+fn target(deployment: &Deployment) -> Target {
+    let fixed = deployment.proxies[0].port;
+    if deployment.topology != Topology::Sentinel {
+        return Arc::new(move || Some(fixed));
+    }
+    let sentinels: Vec<u16> = deployment.sentinels.iter().map(|s| s.port).collect();
+    Arc::new(move || {
+        sentinels.iter().find_map(|&port| {
+            let mut conn = crate::process::connect(port).ok()?;
+            let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(MASTER_NAME)
+                .query(&mut conn)
+                .ok()?;
+            reply.map(|(_, p)| p)
+        })
+    })
+}

@@ -1,0 +1,256 @@
+//! Real server processes on loopback: `redis-server` with the module (or without, for the
+//! resource), and `redis-sentinel`. Each has a port and a dir of its own, is killed by its
+//! pid when dropped, and can be killed (-9), stopped (SIGSTOP), continued and restarted on
+//! its port. A process that exits when nobody killed it is counted as a crash.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a process may take to answer its first `PING`.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// A free port of 127.0.0.1 (bind port 0).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("cannot bind 127.0.0.1:0: {e}"))
+}
+
+/// The module: `$RLOCK_MODULE`, else the workspace's release build.
+pub fn module_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("RLOCK_MODULE") {
+        return PathBuf::from(path);
+    }
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace.join("target"), PathBuf::from)
+        .join("release/librlock.so")
+}
+
+/// The server binary: `$RLOCK_SERVER`, else `redis-server`.
+pub fn server_binary() -> String {
+    std::env::var("RLOCK_SERVER").unwrap_or_else(|_| "redis-server".to_owned())
+}
+
+/// A fresh dir under the system temp dir, removed when its process is dropped.
+pub fn temp_dir(label: &str) -> PathBuf {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("rlock-chaos-{}-{label}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}
+
+/// One server process (`redis-server` or `redis-sentinel`).
+pub struct Proc {
+    pub name: String,
+    pub port: u16,
+    binary: String,
+    args: Vec<String>,
+    dir: PathBuf,
+    child: Option<Child>,
+    /// Exits nobody asked for, seen so far.
+    pub unasked_exits: usize,
+    stopped: bool,
+}
+
+impl Proc {
+    /// Starts `binary args...` in a dir of its own and waits until it answers `PING`.
+    pub fn start(name: &str, binary: &str, port: u16, args: Vec<String>) -> Proc {
+        Proc::start_in(temp_dir(name), name, binary, port, args)
+    }
+
+    /// [`Proc::start`] in `dir` (made by [`temp_dir`]), which the process then owns.
+    pub fn start_in(dir: PathBuf, name: &str, binary: &str, port: u16, args: Vec<String>) -> Proc {
+        let mut proc = Proc {
+            name: name.to_owned(),
+            port,
+            binary: binary.to_owned(),
+            args,
+            dir,
+            child: None,
+            unasked_exits: 0,
+            stopped: false,
+        };
+        proc.spawn();
+        proc
+    }
+
+    /// Starts the process; tries again a few times when it exits at once (a port taken
+    /// by another process in the meantime), then gives up.
+    fn spawn(&mut self) {
+        let mut failure = String::new();
+        for _ in 0..5 {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(e) => failure = e,
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        panic!("{failure}");
+    }
+
+    fn try_spawn(&mut self) -> Result<(), String> {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .unwrap_or_else(|e| panic!("cannot open the log of {}: {e}", self.name));
+        let err = log
+            .try_clone()
+            .unwrap_or_else(|e| panic!("log handle: {e}"));
+        let child = Command::new(&self.binary)
+            .args(&self.args)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e} (run `make deps`)", self.binary));
+        self.child = Some(child);
+        self.stopped = false;
+        self.await_ready()
+    }
+
+    fn await_ready(&mut self) -> Result<(), String> {
+        let started = Instant::now();
+        while started.elapsed() < READY_WITHIN {
+            if self.ping() {
+                return Ok(());
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                self.child = None;
+                return Err(format!(
+                    "{} exited with {status}:\n{}",
+                    self.name,
+                    self.log()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!(
+            "{} not ready within {READY_WITHIN:?}:\n{}",
+            self.name,
+            self.log()
+        ))
+    }
+
+    fn ping(&self) -> bool {
+        self.cmd::<String>(&["PING"]).is_some()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// kill -9; the process stays down until [`Proc::restart`].
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.stopped = false;
+    }
+
+    /// Starts the process again on its port, with its dir (AOF, logs) and arguments.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Replaces the arguments used by the next [`Proc::restart`].
+    pub fn set_args(&mut self, args: Vec<String>) {
+        self.args = args;
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(pid) = self.pid() {
+            signal("STOP", pid);
+            self.stopped = true;
+        }
+    }
+
+    pub fn resume(&mut self) {
+        if let Some(pid) = self.pid() {
+            signal("CONT", pid);
+            self.stopped = false;
+        }
+    }
+
+    /// Notices an exit nobody asked for (a crash) and starts the process again.
+    pub fn reap_unasked(&mut self) -> bool {
+        let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) else {
+            return false;
+        };
+        self.unasked_exits += 1;
+        self.child = None;
+        self.spawn();
+        true
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// Lines of the log that say the server crashed or failed an assertion.
+    pub fn crash_lines(&self) -> usize {
+        let log = self.log();
+        let marks = [
+            "REDIS BUG REPORT",
+            "VALKEY BUG REPORT",
+            "ASSERTION",
+            "Guru Meditation",
+        ];
+        log.lines()
+            .filter(|l| marks.iter().any(|m| l.contains(m)))
+            .count()
+    }
+
+    /// Runs a command on a fresh direct connection (1 s limits); `None` on any failure.
+    pub fn cmd<T: redis::FromRedisValue>(&self, args: &[&str]) -> Option<T> {
+        let mut conn = connect(self.port).ok()?;
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        cmd.query(&mut conn).ok()
+    }
+}
+
+/// A direct connection to `port` with 1 s connect, read and write limits.
+pub fn connect(port: u16) -> redis::RedisResult<redis::Connection> {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?;
+    let limit = Duration::from_secs(1);
+    let conn = client.get_connection_with_timeout(limit)?;
+    conn.set_read_timeout(Some(limit))?;
+    conn.set_write_timeout(Some(limit))?;
+    Ok(conn)
+}
+
+/// Sends `SIG<name>` to `pid` with kill(1) (std has no signal API but SIGKILL).
+pub fn signal(name: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            signal("CONT", pid);
+        }
+        self.kill();
+        if std::env::var_os("CHAOS_KEEP").is_none() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}

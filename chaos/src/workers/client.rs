@@ -1,0 +1,174 @@
+//! Client-crate workers: `acquire` cancelled at random moments, `try_acquire`,
+//! `with_lock`, explicit leases, and shared [`Owner`]s that reenter.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use rlock_client::{Client, Guard, LockOptions, Owner};
+
+use super::{Ctx, Draft, LEASE};
+use crate::history::Event;
+use crate::resource::Stamp;
+
+/// A connection to the resource, retried until the run stops.
+pub async fn resource_conn(ctx: &Ctx) -> Option<MultiplexedConnection> {
+    while !ctx.stopped() {
+        if let Ok(client) = redis::Client::open(ctx.resource.url()) {
+            if let Ok(conn) = client.get_multiplexed_async_connection().await {
+                return Some(conn);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// Writes begin, works, and writes end (a careful holder writes no end once it knows it
+/// lost; with the unsafe switch it writes anyway and believes it holds).
+pub async fn section(
+    ctx: &Ctx,
+    conn: &mut MultiplexedConnection,
+    draft: Draft,
+    is_lost: impl Fn() -> bool,
+) {
+    let stamp = Stamp {
+        key: &draft.key,
+        owner: &draft.owner,
+        token: draft.token,
+        fenced: draft.fenced,
+    };
+    let Some(begin) = ctx.resource.write(conn, &stamp).await else {
+        return;
+    };
+    tokio::time::sleep(ctx.work()).await;
+    let end = if ctx.ignore_loss || !is_lost() {
+        ctx.resource.write(conn, &stamp).await
+    } else {
+        None
+    };
+    let believed = ctx.ignore_loss || !is_lost();
+    ctx.history
+        .push(Event::Section(draft.finish(begin, end, believed)));
+}
+
+fn draft(name: &str, guard: &Guard) -> Draft {
+    Draft {
+        worker: name.to_owned(),
+        key: guard.key().to_owned(),
+        owner: guard.owner().to_owned(),
+        token: guard.token(),
+        fenced: true,
+        lease_ms: guard.remaining().as_millis() as u64,
+    }
+}
+
+/// Holds `guard` through a section, then releases it.
+async fn hold(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, guard: Guard) {
+    ctx.history.acquired(name, true);
+    section(ctx, conn, draft(name, &guard), || guard.is_lost()).await;
+    let _ = guard.release().await;
+}
+
+/// A worker of one client until the run stops.
+pub async fn run(ctx: Arc<Ctx>, client: Client, name: String) {
+    let Some(mut conn) = resource_conn(&ctx).await else {
+        return;
+    };
+    let watched = LockOptions::new().lease(LEASE).watchdog(true);
+    while !ctx.stopped() {
+        let lock = client.lock(ctx.key()).options(watched);
+        let got = match ctx.rng.range(0, 4) {
+            0 => {
+                let cancel_after = ctx.rng.millis(1, 400);
+                match tokio::time::timeout(cancel_after, lock.acquire()).await {
+                    Ok(got) => got.map(Some),
+                    Err(_) => Ok(None),
+                }
+            }
+            1 => lock.try_acquire(ctx.rng.millis(0, 1500)).await,
+            2 => {
+                let explicit = LockOptions::new().lease(ctx.rng.millis(800, 3000));
+                let lock = lock.options(explicit);
+                lock.try_acquire(ctx.rng.millis(0, 1500)).await
+            }
+            _ => {
+                with_lock(&ctx, &mut conn, &name, lock.options(watched.wait(LEASE))).await;
+                continue;
+            }
+        };
+        match got {
+            Ok(Some(guard)) => hold(&ctx, &mut conn, &name, guard).await,
+            Ok(None) => {}
+            Err(_) => failed(&ctx, &name).await,
+        }
+    }
+}
+
+async fn failed(ctx: &Ctx, name: &str) {
+    ctx.history.acquired(name, false);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+async fn with_lock(
+    ctx: &Ctx,
+    conn: &mut MultiplexedConnection,
+    name: &str,
+    lock: rlock_client::Lock,
+) {
+    let done = lock
+        .with_lock(|held| async move {
+            ctx.history.acquired(name, true);
+            let draft = Draft {
+                worker: name.to_owned(),
+                key: held.key().to_owned(),
+                owner: format!("with_lock:{name}"),
+                token: held.token(),
+                fenced: true,
+                lease_ms: held.remaining().as_millis() as u64,
+            };
+            section(ctx, conn, draft, || held.is_lost()).await;
+        })
+        .await;
+    if matches!(done, Err(ref e) if !matches!(e, rlock_client::Error::Lost { .. })) {
+        failed(ctx, name).await;
+    }
+}
+
+/// Tasks sharing one owner: each acquires (cancelled at random, often within a few ms, or
+/// without waiting),
+/// holds through a section, and releases; their holdings of one key are reentries.
+pub async fn run_owner_task(ctx: Arc<Ctx>, owner: Arc<Owner>, name: String) {
+    let Some(mut conn) = resource_conn(&ctx).await else {
+        return;
+    };
+    while !ctx.stopped() {
+        let mut lock = owner.lock(ctx.key());
+        if ctx.rng.chance(30) {
+            lock = lock.options(LockOptions::new().lease(ctx.rng.millis(1000, 3000)));
+        } else {
+            lock = lock.options(LockOptions::new().lease(LEASE).watchdog(true));
+        }
+        // Half the waits are cancelled within 0.2-3 ms, while their grant may be crossing.
+        let cancel_after = if ctx.rng.chance(50) {
+            Duration::from_micros(ctx.rng.range(200, 3000))
+        } else {
+            ctx.rng.millis(1, 60)
+        };
+        let got = if ctx.rng.chance(20) {
+            lock.try_acquire(Duration::ZERO)
+                .await
+                .map_err(|_| ())
+                .and_then(|g| g.ok_or(()))
+        } else {
+            match tokio::time::timeout(cancel_after, lock.acquire()).await {
+                Ok(got) => got.map_err(|_| ()),
+                Err(_) => continue,
+            }
+        };
+        match got {
+            Ok(guard) => hold(&ctx, &mut conn, &name, guard).await,
+            Err(()) => failed(&ctx, &name).await,
+        }
+    }
+}

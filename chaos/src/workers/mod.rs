@@ -1,0 +1,78 @@
+//! The workers: client-crate tasks ([`client`]), raw `LOCK.*` commands as redis-cli users
+//! send them ([`raw`]), Redisson-style Lua scripts ([`redisson`]), and client-crate
+//! workers in child processes that the faults can pause or kill ([`child`]).
+
+pub mod child;
+pub mod client;
+pub mod raw;
+pub mod redisson;
+pub mod several;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::history::{History, Section, Write};
+use crate::resource::Resource;
+use crate::rng::Rng;
+
+/// The lease every worker asks for (watchdog or explicit): short, so that pauses and
+/// failovers outlast it.
+pub const LEASE: Duration = Duration::from_millis(2000);
+
+/// What the workers share.
+pub struct Ctx {
+    pub history: History,
+    pub resource: Arc<Resource>,
+    pub rng: Rng,
+    pub stop: AtomicBool,
+    /// The lock names the workers contend on.
+    pub keys: Vec<String>,
+    /// The unsafe switch: workers write after losing, and count themselves as holders.
+    pub ignore_loss: bool,
+}
+
+impl Ctx {
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub fn key(&self) -> String {
+        self.rng.pick(&self.keys).clone()
+    }
+
+    /// How long a critical section works: mostly short, now and then past the lease.
+    pub fn work(&self) -> Duration {
+        if self.rng.chance(3) {
+            return self.rng.millis(2000, 3500);
+        }
+        self.rng.millis(0, 150)
+    }
+}
+
+/// A critical section being recorded.
+pub struct Draft {
+    pub worker: String,
+    pub key: String,
+    pub owner: String,
+    pub token: u64,
+    pub fenced: bool,
+    pub lease_ms: u64,
+}
+
+impl Draft {
+    /// The section once its writes are known; `believed`: still held after the end write.
+    pub fn finish(self, begin: Write, end: Option<Write>, believed: bool) -> Section {
+        Section {
+            worker: self.worker,
+            key: self.key,
+            owner: self.owner,
+            token: self.token,
+            fenced: self.fenced,
+            lease_ms: self.lease_ms,
+            begin,
+            end,
+            believed,
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The module's heartbeat: a timer every `stall::BEAT_MS` that lets the node notice its own
+//! stalls (`stall.rs`), keeps its role fresh for the gate, and re-arms the checks of queued
+//! waiters when the failover delay moves (`CONFIG SET rlock.failover-delay` applies to a
+//! delay under way, and to the waiters it holds back).
+
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use redis_module::raw;
+
+use crate::error::LockError;
+use crate::ffi::api;
+use crate::stall::{BEAT_MS, STALLS};
+use crate::{expiry, gate, guard, node, waiters};
+
+/// When the failover delay ended at the last beat (Unix ms; 0: no delay).
+static DELAY_END: AtomicI64 = AtomicI64::new(0);
+
+/// Starts the heartbeat (at load). The end of loading the data starts it again
+/// (`loaded`): loading, however long, is no stall.
+pub fn start(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
+    gate::learn_role(ctx);
+    STALLS.restart(node::now_ms());
+    schedule(ctx)
+}
+
+/// The node finished loading its data (at startup, or a replica's full sync).
+pub fn loaded() {
+    STALLS.restart(node::now_ms());
+}
+
+fn schedule(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
+    let create_timer = api!(RedisModule_CreateTimer);
+    unsafe { create_timer(ctx, BEAT_MS, Some(beat), ptr::null_mut()) };
+    Ok(())
+}
+
+extern "C" fn beat(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    guard::callback("heartbeat", || {
+        let now = node::now_ms();
+        STALLS.beat(now);
+        gate::learn_role(ctx);
+        let delay_end = gate::fenced_until(now).unwrap_or(0);
+        if DELAY_END.swap(delay_end, Ordering::Relaxed) != delay_end && waiters::any() {
+            // Every lock with waiters is checked again: the gate says when to come back.
+            expiry::on_flush(ctx, -1);
+        }
+        schedule(ctx)
+    });
+}

@@ -1,0 +1,87 @@
+//! Issue: one eviction drained the whole queue into phantom grants, and lease timers handed
+//! locks on over `maxmemory` although `LOCK.ACQUIRE` is `deny-oom`. A lock evicted with
+//! waiters is not handed on (its waiters get `-OOM`), and nothing is granted while memory is
+//! at or over the limit.
+
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use super::support::{info_field, int, raw, Server};
+use super::wire::Reply;
+use super::{assert_alive, enqueue, owner, rlock_info};
+
+/// Sets `maxmemory` to 100 kB under what the server uses now: over the limit from then on.
+fn squeeze(con: &mut redis::Connection) {
+    let used: i64 = info_field(con, "memory", "used_memory")
+        .and_then(|v| v.parse().ok())
+        .expect("INFO memory has used_memory");
+    let limit = (used - 100_000).to_string();
+    assert_eq!(
+        raw(con, &["CONFIG", "SET", "maxmemory", &limit]),
+        Value::Okay
+    );
+}
+
+#[test]
+fn a_lock_evicted_with_waiters_is_not_handed_on_and_its_waiters_get_oom() {
+    let mut server = Server::start_with(&["--maxmemory-policy", "volatile-ttl"]);
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "L", "a", "LEASE", "60000"]);
+    let mut waiters: Vec<_> = (0..10)
+        .map(|i| {
+            let owner = format!("w{i}");
+            enqueue(&server, "L", &[&owner, "LEASE", "60000", "WAIT", "0"])
+        })
+        .collect();
+    squeeze(&mut con);
+    // Every command makes Redis evict while memory is over the limit: the lock, and any
+    // lock handed on after it.
+    for (i, waiter) in waiters.iter_mut().enumerate() {
+        let started = Instant::now();
+        let reply = loop {
+            assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
+            if let Some(reply) = waiter.reply_within(Duration::from_millis(20)) {
+                break reply;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "waiter {i} got no reply"
+            );
+        };
+        match reply {
+            Reply::Error(e) => assert!(e.starts_with("OOM rlock: the lock was evicted"), "{e}"),
+            other => panic!("waiter {i} of an evicted lock got {other:?}"),
+        }
+    }
+    assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
+    assert_eq!(rlock_info(&mut con, "rlock_waiters"), 0);
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
+        Value::Okay
+    );
+    assert_eq!(owner(&mut con, "L"), None);
+    assert_alive(&mut server);
+}
+
+#[test]
+fn a_lease_ending_over_maxmemory_is_handed_on_only_below_it() {
+    let mut server = Server::start_with(&["--maxmemory-policy", "noeviction"]);
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "L", "a", "LEASE", "300"]);
+    let mut waiter = enqueue(&server, "L", &["b", "WAIT", "0"]);
+    squeeze(&mut con);
+    // The lease ends over the limit: a grant would write a lock Redis refuses to clients.
+    assert_eq!(waiter.reply_within(Duration::from_millis(1000)), None);
+    assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
+        Value::Okay
+    );
+    match waiter.reply_within(Duration::from_millis(2000)) {
+        Some(Reply::Int(t)) => assert!(t > 0),
+        other => panic!("the waiter was not served below the limit: {other:?}"),
+    }
+    assert_eq!(owner(&mut con, "L").as_deref(), Some("b"));
+    assert_alive(&mut server);
+}
