@@ -16,7 +16,7 @@ use crate::error::{Error, LossReason, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::members::{release_outcome, Members};
-use crate::signal::{finish, GroupSignal};
+use crate::signal::{finish, unless_lost, GroupSignal};
 
 /// Several locks held all together, from one or several [`Client`](crate::Client)s: a
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.
@@ -81,11 +81,7 @@ impl MultiLock {
     {
         let guard = self.acquire().await?;
         let signal = guard.lost_signal();
-        let done = tokio::select! {
-            biased;
-            reason = signal.lost() => Err(reason),
-            value = work(signal.clone()) => Ok(value),
-        };
+        let done = unless_lost(&signal, work(signal.clone())).await;
         finish(&self.names().join(","), done, guard.release().await)
     }
 

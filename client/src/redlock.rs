@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::options::LockOptions;
 use crate::quorum::{majority, unfit_server_count};
 use crate::redlock_guard::RedLockGuard;
-use crate::signal::{finish, GroupSignal};
+use crate::signal::{finish, unless_lost, GroupSignal};
 
 /// A lock on N independent servers (N odd, at least 3; no replication between them),
 /// granted when a majority grants it: the lock survives the loss of a minority of servers,
@@ -141,11 +141,7 @@ impl RedLock {
     {
         let guard = self.acquire().await?;
         let signal = guard.lost_signal();
-        let done = tokio::select! {
-            biased;
-            reason = signal.lost() => Err(reason),
-            value = work(signal.clone()) => Ok(value),
-        };
+        let done = unless_lost(&signal, work(signal.clone())).await;
         finish(&self.key, done, guard.release().await)
     }
 

@@ -110,6 +110,19 @@ impl GroupSignal {
     }
 }
 
+/// Runs `work` until it ends, or until `signal` says the holding is lost: then `work` is
+/// dropped, and the reason returned.
+pub(crate) async fn unless_lost<T>(
+    signal: &GroupSignal,
+    work: impl std::future::Future<Output = T>,
+) -> std::result::Result<T, LossReason> {
+    tokio::select! {
+        biased;
+        reason = signal.lost() => Err(reason),
+        value = work => Ok(value),
+    }
+}
+
 /// What `with_lock` returns: the work's value, unless the holding was lost while it ran or
 /// the release found it lost; a release that failed otherwise is logged (the locks end with
 /// their leases).
