@@ -170,6 +170,11 @@ impl Client {
         self.core.identity().unwrap_or(&self.server)
     }
 
+    /// Whether the server of `key` answers a `PING` within the response timeout.
+    pub(crate) async fn answers(&self, key: &str) -> bool {
+        self.core.probe(key).await.is_ok()
+    }
+
     pub(crate) fn options(&self) -> &ClientOptions {
         self.core.options()
     }

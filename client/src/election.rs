@@ -163,6 +163,10 @@ impl Election<'_> {
         let mut attempt = self.attempt();
         let mut changes = attempt.held.subscribe();
         attempt.spawn(gate, self.left(), None);
+        // While it queues on the gate alone, it checks every keepalive that a majority is
+        // still there to grant: otherwise a gate held for long would hide a lost quorum.
+        let mut probe = tokio::time::interval(self.clients[0].options().keepalive_interval());
+        probe.tick().await;
         let gate_lost = loop {
             changes.borrow_and_update();
             match attempt.held.answers()[gate] {
@@ -174,8 +178,16 @@ impl Election<'_> {
                     return ended(attempt, Round::Again).await;
                 }
             }
-            if changes.changed().await.is_err() {
-                return ended(attempt, Round::Again).await;
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() {
+                    return ended(attempt, Round::Again).await;
+                },
+                _ = probe.tick() => {
+                    let answered = 1 + self.answering_besides(gate).await;
+                    if answered < self.quorum {
+                        return ended(attempt, Round::Unreachable(answered)).await;
+                    }
+                }
             }
         };
         let Some(gate_lost) = gate_lost else {
@@ -277,6 +289,21 @@ impl Election<'_> {
     }
 
     /// How long a try without `WAIT` may take before its server counts as failed.
+    /// How many servers other than `gate` answer a `PING` (in parallel, each within its
+    /// response timeout).
+    async fn answering_besides(&self, gate: usize) -> usize {
+        let mut probes = JoinSet::new();
+        for (_, client) in self.clients.iter().enumerate().filter(|(i, _)| *i != gate) {
+            let (client, key) = (client.clone(), self.key.to_owned());
+            probes.spawn(async move { client.answers(&key).await });
+        }
+        let mut answering = 0;
+        while let Some(answered) = probes.join_next().await {
+            answering += usize::from(matches!(answered, Ok(true)));
+        }
+        answering
+    }
+
     fn try_limit(&self) -> Duration {
         let response = self.clients[0].options().response_timeout_duration();
         (self.options.lease_duration() / 5)

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use redlock_support::{clients, clients_with, in_canonical_order, options};
 use rlock_client::{Error, RedLock};
-use support::{eventually, watched, Server};
+use support::{eventually, poll, watched, Server};
 use tokio::time::timeout;
 
 /// Whether every server in `servers` shows `owner` as the holder.
@@ -99,6 +99,37 @@ async fn with_two_of_three_dead_acquire_fails_with_no_quorum_within_its_bound() 
         "{outcome:?}"
     );
     assert!(started.elapsed() >= bound, "failed before its bound");
+}
+
+/// A RedLock queued on a live gate whose other servers die meanwhile fails with the
+/// no-quorum error within its bound, rather than wait as long as the gate is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_the_gate_ends_with_no_quorum_when_the_others_die() {
+    let mut servers = in_canonical_order(3).await;
+    for server in &servers {
+        let _: u64 = server.cmd(&["LOCK.ACQUIRE", "job", "other:1", "LEASE", "600000"]);
+    }
+    let bound = Duration::from_secs(2);
+    let clients = clients_with(&servers, options().quorum_timeout(bound)).await;
+    let lock = RedLock::new(clients, "job").unwrap();
+    let waiting = tokio::spawn(async move { lock.acquire().await });
+    // Queued on the gate (the first server in the canonical order), and on it alone.
+    let queued = || servers[0].info("job").is_some_and(|info| info.waiters > 0);
+    assert!(poll(Duration::from_secs(10), queued));
+    servers[1].kill();
+    servers[2].kill();
+    let started = Instant::now();
+    let outcome = timeout(Duration::from_secs(20), waiting).await;
+    let outcome = outcome.expect("acquire() ends").expect("the task ran");
+    assert!(
+        matches!(outcome, Err(Error::NoQuorum { needed: 2, .. })),
+        "{outcome:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// A member lost while a server was stopped is taken back once it answers again: the
