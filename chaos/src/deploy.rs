@@ -212,7 +212,9 @@ impl Deployment {
         let all = self.servers.iter_mut().chain(self.sentinels.iter_mut());
         all.map(|p| {
             p.reap_unasked();
-            p.crash_lines() + p.unasked_exits
+            let crashes = p.crash_lines() + p.unasked_exits;
+            p.report_crash(crashes);
+            crashes
         })
         .sum()
     }

@@ -58,6 +58,8 @@ pub struct Proc {
     /// Exits nobody asked for, seen so far.
     pub unasked_exits: usize,
     stopped: bool,
+    /// Crashes already reported (`report_crash`); the dir is kept when there were any.
+    reported: usize,
 }
 
 impl Proc {
@@ -77,6 +79,7 @@ impl Proc {
             child: None,
             unasked_exits: 0,
             stopped: false,
+            reported: 0,
         };
         proc.spawn();
         proc
@@ -200,6 +203,12 @@ impl Proc {
 
     /// Lines of the log that say the server crashed or failed an assertion.
     pub fn crash_lines(&self) -> usize {
+        self.crash_report().len()
+    }
+
+    /// The lines of the log that say the server crashed, with the lines that follow each
+    /// mark (what crashed, and where).
+    pub fn crash_report(&self) -> Vec<String> {
         let log = self.log();
         let marks = [
             "REDIS BUG REPORT",
@@ -209,7 +218,26 @@ impl Proc {
         ];
         log.lines()
             .filter(|l| marks.iter().any(|m| l.contains(m)))
-            .count()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Says on stderr that the process crashed (`crashes` in all, when more than already
+    /// said), with its log's crash lines and where the log is kept (the dir is not removed).
+    pub fn report_crash(&mut self, crashes: usize) {
+        if crashes <= self.reported {
+            return;
+        }
+        self.reported = crashes;
+        eprintln!(
+            "crash: {} ({} exits nobody asked for), log kept in {}",
+            self.name,
+            self.unasked_exits,
+            self.dir.join("server.log").display()
+        );
+        for line in self.crash_report() {
+            eprintln!("crash:   {line}");
+        }
     }
 
     /// Runs a command on a fresh direct connection (1 s limits); `None` on any failure.
@@ -249,7 +277,7 @@ impl Drop for Proc {
             signal("CONT", pid);
         }
         self.kill();
-        if std::env::var_os("CHAOS_KEEP").is_none() {
+        if self.reported == 0 && std::env::var_os("CHAOS_KEEP").is_none() {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
