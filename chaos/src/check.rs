@@ -37,13 +37,7 @@ impl Counts {
 
 /// Judges `events`.
 pub fn judge(events: &[Event]) -> Counts {
-    let sections: Vec<&Section> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Section(s) => Some(s),
-            _ => None,
-        })
-        .collect();
+    let sections = sections_of(events);
     let waits: Vec<&Wait> = events
         .iter()
         .filter_map(|e| match e {
@@ -113,16 +107,21 @@ fn overlapping<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> 
     found
 }
 
-/// Every overlapping pair of sections, stale write and backwards token, one line each (for
-/// the report).
-pub fn describe(events: &[Event]) -> Vec<String> {
-    let sections: Vec<&Section> = events
+/// The critical sections of a history.
+fn sections_of(events: &[Event]) -> Vec<&Section> {
+    events
         .iter()
         .filter_map(|e| match e {
             Event::Section(s) => Some(s),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Every overlapping pair of sections, stale write and backwards token, one line each (for
+/// the report).
+pub fn describe(events: &[Event]) -> Vec<String> {
+    let sections = sections_of(events);
     let by_key = group_by_key(&sections);
     let mut lines: Vec<String> = by_key
         .iter()
