@@ -136,3 +136,43 @@ fn a_receiver_closing_as_its_grant_is_mailed_leaves_no_holding() {
         );
     }
 }
+
+#[test]
+fn a_wait_running_out_as_the_lock_is_released_ends_once() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let mut r = Receiver::push(&server);
+    let mut rng = Rng(0x5eed_0003);
+    let (mut granted, mut timed_out) = (0, 0);
+    for round in 0..100 {
+        let holder_name = format!("h{round}");
+        int(&mut con, &["LOCK.ACQUIRE", "k", &holder_name]);
+        let owner = format!("t{round}");
+        let Queued::Queued(id) = r.wait("k", &owner, &["WAIT", "20"]) else {
+            panic!("round {round}: queued behind the holder");
+        };
+        thread::sleep(std::time::Duration::from_micros(15_000 + rng.below(10_000)));
+        int(&mut con, &["LOCK.RELEASE", "k", &holder_name]);
+        let (wait, outcome) = r.outcome();
+        assert_eq!(wait, id, "round {round}");
+        if outcome == "0" {
+            timed_out += 1;
+            assert_eq!(holder(&mut con, "k"), None, "round {round}");
+        } else {
+            granted += 1;
+            let token: i64 = outcome.parse().expect("a token");
+            assert_eq!(
+                holder(&mut con, "k"),
+                Some((owner.clone(), token)),
+                "round {round}"
+            );
+            assert_eq!(int(&mut con, &["LOCK.RELEASE", "k", &owner]), 0);
+        }
+        assert!(r.no_outcome_yet(), "round {round}: a second outcome");
+        assert_eq!(waiters(&mut con, "k"), 0, "round {round}");
+    }
+    assert!(
+        granted > 0 && timed_out > 0,
+        "{granted} granted, {timed_out} timed out"
+    );
+}
