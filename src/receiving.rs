@@ -128,10 +128,12 @@ extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     });
 }
 
-/// A `LOCK.GRANTS` client left while parked, or after it was woken but before its reply:
-/// then the grants it was woken with are taken back.
+/// A `LOCK.GRANTS` client left while parked, or after it was woken but before its reply
+/// (then the grants it was woken with are taken back), or Redis unblocked it (a demotion
+/// ends every blocked call): its handle is forgotten before Redis frees it.
 unsafe extern "C" fn grants_left(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("grants client disconnected", || {
+        tickets::forget_parked(bc);
         match waiters::take_batch(bc) {
             Some(grants) => {
                 for grant in grants {

@@ -229,6 +229,18 @@ pub fn unpark(receiver: u64, parking: u64) -> Option<Bc> {
     })
 }
 
+/// Forgets `bc` wherever it is parked: Redis ended that `LOCK.GRANTS` itself (its client
+/// left, or a demotion unblocked every blocked client), so nothing may unblock it again.
+pub fn forget_parked(bc: Bc) {
+    with(|t| {
+        for r in t.receivers.values_mut() {
+            if r.parked.is_some_and(|(parked, _)| parked == bc as usize) {
+                r.parked = None;
+            }
+        }
+    });
+}
+
 /// Takes the grant of the wait `id` on lock `key` of `db` out of any mailbox, if it is there.
 pub fn take_mailed_grant(id: u64, db: i32, key: &[u8]) -> Option<Grant> {
     with(|t| {

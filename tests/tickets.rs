@@ -332,3 +332,38 @@ fn ten_thousand_tickets_over_one_connection_are_served_in_order() {
         Some("0")
     );
 }
+
+#[test]
+fn a_demotion_with_a_parked_grants_call_leaves_the_server_running() {
+    let master = Server::start();
+    let mut server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a"]);
+    let mut mailbox = Receiver::resp2(&server);
+    let to = mailbox.id.to_string();
+    queued(queued_of(&raw(
+        &mut con,
+        &["LOCK.WAIT", "k", "b", "TO", &to],
+    )));
+    mailbox.send(&["LOCK.GRANTS", "BLOCK", "0"]);
+    assert!(wait_until(LIMIT, || support::info_field(
+        &mut con,
+        "clients",
+        "blocked_clients"
+    )
+    .as_deref()
+        == Some("1")));
+    let port = master.port().to_string();
+    raw(&mut con, &["REPLICAOF", "127.0.0.1", &port]);
+    // Redis ends the blocked call itself; the ticket's refusal must not reach it again.
+    let ended = mailbox.reply();
+    assert!(
+        error_text(&ended).is_some_and(|e| e.starts_with("UNBLOCKED")),
+        "{ended:?}"
+    );
+    assert_eq!(
+        raw(&mut server.conn(), &["PING"]),
+        Value::SimpleString("PONG".to_owned())
+    );
+    assert!(server.is_running(), "{}", server.log());
+}
