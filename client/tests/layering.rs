@@ -20,15 +20,15 @@ const LAYERS: Layers = &[
                 "options", "config", "slots", "info", "commands", "holding", "quorum", "pair",
             ],
             &["releasing", "turns", "per_thread"],
-            &["registry"],
+            &["registry", "mailbox"],
         ],
     ),
     (
         "transport",
         &[
             &["node", "sentinel", "identity"],
-            &["topology"],
-            &["router", "pool"],
+            &["topology", "channel"],
+            &["router", "pool", "tickets"],
         ],
     ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
@@ -38,7 +38,7 @@ const LAYERS: Layers = &[
         &[
             &["guard"],
             &["wait", "replicas"],
-            &["recover"],
+            &["recover", "ticket"],
             &["acquire"],
         ],
     ),

@@ -1,0 +1,128 @@
+//! The wait connections of a client: per node, one RESP3 connection (`channel.rs`) that
+//! carries every ticket wait (`LOCK.WAIT`) of the client on that node, opened lazily at the
+//! first wait for the node and again after a loss (the server drops a closed connection's
+//! tickets, so nothing is lost by opening another).
+//!
+//! A node whose server cannot take tickets is marked as taking blocking waits only: one
+//! without RESP3 or without channel rights (the wait connection does not open), or one that
+//! answers the first `LOCK.WAIT` with `unknown command` (an older module) or "needs TO" (a
+//! Redis Cluster node). See [`Tickets::unsupported`].
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use redis::aio::MultiplexedConnection;
+use redis::{RedisError, RedisResult};
+
+use crate::channel::{self, Channel};
+use crate::mailbox::Loss;
+use crate::node::{Carrier, Node};
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Channel>>>>;
+
+/// What [`Tickets::connect`] fails with for a node that takes blocking waits only.
+const BLOCKING_ONLY: &str = "rlock: this node takes blocking waits only";
+
+/// A wait connection as the router hands it out: a handle to send on, and its channel.
+pub(crate) struct Carried {
+    pub(crate) link: MultiplexedConnection,
+    pub(crate) channel: Arc<Channel>,
+}
+
+/// The wait connections of one client, one per node, and the nodes without tickets.
+#[derive(Default)]
+pub(crate) struct Tickets {
+    channels: Mutex<HashMap<Arc<str>, Slot>>,
+    blocking_only: Mutex<HashSet<Arc<str>>>,
+}
+
+impl Tickets {
+    /// Whether waits on `node` are to be blocking ones (see the module docs).
+    pub(crate) fn blocking_only(&self, node: &Node) -> bool {
+        self.blocking_only
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&node.addr)
+    }
+
+    /// From now on, waits on `node` are blocking ones.
+    pub(crate) fn take_blocking_only(&self, node: &Node) {
+        tracing::info!(node = %node.addr, "the server takes no ticket waits; waiting with blocking commands");
+        self.blocking_only
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(node.addr.clone());
+    }
+
+    /// Whether `err` says that the node takes no ticket waits: [`Tickets::connect`] refused
+    /// it, or the server does not know `LOCK.WAIT` (or wants `TO` in a cluster).
+    pub(crate) fn unsupported(err: &RedisError) -> bool {
+        let detail = err.detail().unwrap_or_default().to_ascii_lowercase();
+        err.to_string().contains(BLOCKING_ONLY)
+            || (err.code() == Some("ERR")
+                && ((detail.starts_with("unknown command") && detail.contains("lock.wait"))
+                    || detail.contains("needs to")))
+    }
+
+    /// The wait connection to `node`, opened now if it has none that works.
+    async fn channel(&self, node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
+        let slot = self
+            .channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(node.addr.clone())
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        if let Some(channel) = slot.as_ref().filter(|c| c.lost().is_none()) {
+            return Ok(channel.clone());
+        }
+        *slot = None;
+        let channel = match channel::open(node).await {
+            Ok(channel) => channel,
+            Err(err) if err.is_io_error() || err.is_connection_refusal() => return Err(err),
+            Err(err) => {
+                tracing::debug!(node = %node.addr, %err, "no wait connection");
+                self.take_blocking_only(node);
+                return Err(RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY)));
+            }
+        };
+        *slot = Some(channel.clone());
+        Ok(channel)
+    }
+}
+
+impl Carrier for Tickets {
+    type Conn = Carried;
+    type Link = MultiplexedConnection;
+
+    async fn connect(&self, node: &Arc<Node>) -> RedisResult<Carried> {
+        if self.blocking_only(node) {
+            return Err(RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY)));
+        }
+        let channel = self.channel(node).await?;
+        let link = channel.link().ok_or_else(broken)?;
+        Ok(Carried { link, channel })
+    }
+
+    fn link(conn: &mut Carried) -> &mut MultiplexedConnection {
+        &mut conn.link
+    }
+
+    fn recycle(&self, _: Carried) {}
+
+    fn failed(&self, conn: &Carried, err: &RedisError) {
+        // A command without an answer: the connection may be dead, and a ticket it queued
+        // would be unknown; the server drops the tickets of a closed connection.
+        if err.is_timeout() || err.is_io_error() {
+            conn.channel.lose(Loss::Unresponsive);
+        }
+    }
+}
+
+fn broken() -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "the wait connection was given up",
+    ))
+}
