@@ -96,6 +96,8 @@ required!(
     RedisModule_ReplyWithSimpleString,
     RedisModule_ReplyWithStringBuffer,
     RedisModule_ReplyWithMap,
+    RedisModule_ReplyWithArray,
+    RedisModule_CallReplyInteger,
     // Blocked clients and timers.
     RedisModule_BlockClient,
     RedisModule_UnblockClient,
@@ -104,4 +106,7 @@ required!(
     RedisModule_GetBlockedClientPrivateData,
     RedisModule_CreateTimer,
     RedisModule_StopTimer,
+    // Tickets: their receivers.
+    RedisModule_GetClientId,
+    RedisModule_GetClientInfoById,
 );

@@ -17,19 +17,21 @@ use redis_module::raw;
 
 use crate::error::LockError;
 use crate::ffi::api;
-use crate::registry::Db;
 use crate::reply::{error_line, Outcome};
-use crate::waiters::{self, handle_of, Bc, Waiter};
+use crate::waiters::{self, handle_of, id_of, Bc};
 use crate::{counters, guard, node};
 
 /// Called when a blocked client disconnects.
 pub type OnDisconnect = unsafe extern "C" fn(*mut raw::RedisModuleCtx, Bc);
 
-/// The data of a waiter's deadline timer.
-struct Deadline {
-    id: u64,
-    bc: Bc,
+/// The data of a wait's deadline timer: the wait and its registry entry.
+pub struct Deadline {
+    pub id: u64,
+    pub client: usize,
 }
+
+/// A timer callback of a wait's deadline, handed a boxed [`Deadline`].
+pub type OnDeadline = extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void);
 
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
 
@@ -50,23 +52,38 @@ pub fn block(
 ) -> Result<Blocked, LockError> {
     let block_client = api!(RedisModule_BlockClient);
     let set_on_disconnect = api!(RedisModule_SetDisconnectCallback);
-    let create_timer = api!(RedisModule_CreateTimer);
     let bc = unsafe { block_client(ctx, Some(reply), None, Some(free_outcome), 0) };
     if bc.is_null() {
         return Err(LockError::MissingApi("RedisModule_BlockClient"));
     }
     unsafe { set_on_disconnect(bc, Some(on_disconnect)) };
     let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
-    let deadline_timer = (wait_ms > 0).then(|| {
-        let data = Box::into_raw(Box::new(Deadline { id, bc }));
-        let period = node::timer_period(wait_ms);
-        unsafe { create_timer(ctx, period, Some(wait_expired), data.cast::<c_void>()) }
-    });
+    let deadline_timer = arm_deadline(ctx, id, id_of(bc), wait_ms, wait_expired)?;
     Ok(Blocked {
         bc,
         id,
         deadline_timer,
     })
+}
+
+/// Arms the deadline timer of the wait `id` (registry entry `client`) when `wait_ms` > 0:
+/// `on_expiry` gets a boxed [`Deadline`], and [`stop_deadline`] frees it if stopped first.
+pub fn arm_deadline(
+    ctx: *mut raw::RedisModuleCtx,
+    id: u64,
+    client: usize,
+    wait_ms: i64,
+    on_expiry: OnDeadline,
+) -> Result<Option<u64>, LockError> {
+    if wait_ms <= 0 {
+        return Ok(None);
+    }
+    let create_timer = api!(RedisModule_CreateTimer);
+    let data = Box::into_raw(Box::new(Deadline { id, client }));
+    let period = node::timer_period(wait_ms);
+    Ok(Some(unsafe {
+        create_timer(ctx, period, Some(on_expiry), data.cast::<c_void>())
+    }))
 }
 
 /// Unblocks a client that left its queue; its reply callback sends `outcome`.
@@ -75,21 +92,6 @@ pub fn unblock(bc: Bc, outcome: Outcome) -> Result<(), LockError> {
     let outcome = Box::into_raw(Box::new(outcome));
     unsafe { unblock(bc, outcome.cast::<c_void>()) };
     Ok(())
-}
-
-/// Ends the wait of clients taken out of their queue with the error `text` (their lock
-/// cannot be served on this node any more).
-pub fn refuse(ctx: *mut raw::RedisModuleCtx, refused: Vec<Waiter>, text: &str) {
-    for waiter in refused {
-        stop_deadline(ctx, waiter.deadline_timer);
-        // Unblocking cannot fail on a server that could block the client.
-        let _ = unblock(handle_of(waiter.client), Outcome::Refused(text.to_owned()));
-    }
-}
-
-/// Ends the wait of every client queued on `key` with the error `text`.
-pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) {
-    refuse(ctx, waiters::take_queue(db, key), text);
 }
 
 /// Frees the handle of a client that disconnected while queued (Redis 7.0 frees a blocked
@@ -117,8 +119,8 @@ extern "C" fn wait_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
     guard::callback("wait deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
-        if waiters::take(deadline.bc, Some(deadline.id)).is_some() {
-            unblock(deadline.bc, Outcome::TimedOut)?;
+        if waiters::take_entry(deadline.client, Some(deadline.id)).is_some() {
+            unblock(handle_of(deadline.client), Outcome::TimedOut)?;
             counters::WAIT_TIMEOUTS.bump();
         }
         Ok(())
@@ -139,12 +141,21 @@ unsafe extern "C" fn reply(
 fn send_outcome(ctx: *mut raw::RedisModuleCtx) {
     let outcome = unsafe {
         let bc = raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx));
+        // The reply goes out now: its grants are delivered.
         waiters::take_grant(bc);
+        waiters::take_batch(bc);
         raw::RedisModule_GetBlockedClientPrivateData
             .map(|f| f(ctx).cast::<Outcome>())
             .filter(|p| !p.is_null())
             .map(|p| &*p)
     };
+    match outcome {
+        Some(Outcome::Batch(batch)) => send_batch(ctx, batch),
+        outcome => send_one(ctx, outcome),
+    }
+}
+
+fn send_one(ctx: *mut raw::RedisModuleCtx, outcome: Option<&Outcome>) {
     unsafe {
         match outcome {
             Some(Outcome::Granted(t)) => raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, *t)),
@@ -152,7 +163,33 @@ fn send_outcome(ctx: *mut raw::RedisModuleCtx) {
                 let line = error_line(error);
                 raw::RedisModule_ReplyWithError.map(|f| f(ctx, line.as_ptr()))
             }
-            Some(Outcome::TimedOut) | None => raw::RedisModule_ReplyWithNull.map(|f| f(ctx)),
+            Some(Outcome::TimedOut | Outcome::Batch(_)) | None => {
+                raw::RedisModule_ReplyWithNull.map(|f| f(ctx))
+            }
+        };
+    }
+}
+
+/// The reply of `LOCK.GRANTS`: a flat array of wait ids and outcomes (a token, 0 for a
+/// `WAIT` that ran out, or the refusal as a string `-<error line>`).
+pub fn send_batch(ctx: *mut raw::RedisModuleCtx, batch: &[(u64, Outcome)]) {
+    let len = (2 * batch.len()) as std::ffi::c_long;
+    unsafe { raw::RedisModule_ReplyWithArray.map(|f| f(ctx, len)) };
+    for (wait, outcome) in batch {
+        let wait = i64::try_from(*wait).unwrap_or(i64::MAX);
+        unsafe { raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, wait)) };
+        match outcome {
+            Outcome::Granted(token) => unsafe {
+                raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, *token))
+            },
+            Outcome::Refused(text) => {
+                let line = format!("-{}", error_line(text).to_string_lossy());
+                let (ptr, len) = (line.as_ptr().cast(), line.len());
+                unsafe { raw::RedisModule_ReplyWithStringBuffer.map(|f| f(ctx, ptr, len)) }
+            }
+            Outcome::TimedOut | Outcome::Batch(_) => unsafe {
+                raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, 0))
+            },
         };
     }
 }

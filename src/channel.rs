@@ -1,4 +1,5 @@
-//! Names of the release channel (SPEC.md §4), compatible with Redisson's `RLock`.
+//! Names of the release channel (SPEC.md §4), compatible with Redisson's `RLock`, and of a
+//! push receiver's channel (`LOCK.WAIT`).
 
 /// `<prefix>:{<key>}`, or `<prefix>:<key>` when the key already holds a `{`, so the channel
 /// hashes to the same cluster slot as the lock.
@@ -21,6 +22,10 @@ pub fn write_release_channel(channel: &mut Vec<u8>, prefix: &[u8], key: &[u8]) {
         channel.push(b'}');
     }
 }
+
+/// The channel of a push receiver's tickets is this prefix and its client id
+/// (`__rlock__:42`).
+pub const GRANTS_PREFIX: &str = "__rlock__:";
 
 /// Redisson's unlock message.
 pub const RELEASE_MESSAGE: &[u8] = b"0";

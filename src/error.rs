@@ -95,6 +95,19 @@ pub enum LockError {
     Internal(&'static str),
     /// `LOCK.FENCED` did not run its inner command: see [`FenceError`].
     Fence(FenceError),
+    /// An argument of the ticket commands that is not what it must be.
+    BadArg {
+        name: &'static str,
+        expected: &'static str,
+    },
+    /// `LOCK.WAIT` without `TO` (a push to the caller) on a RESP2 connection.
+    WaitNeedsResp3,
+    /// `LOCK.WAIT` without `TO` where a push cannot go (a cluster, a script).
+    WaitNeedsTo(&'static str),
+    /// `LOCK.WAIT` without `TO` by a connection not subscribed to its channel.
+    NotSubscribed(u64),
+    /// `LOCK.WAIT ... TO id` naming no connection.
+    NoClient(u64),
 }
 
 /// Why `LOCK.FENCED` did not run its inner command (the lock not held by the owner at all
@@ -276,6 +289,19 @@ impl fmt::Display for LockError {
                 write!(f, "ERR internal error in {command}, see the server log")
             }
             LockError::Fence(e) => e.fmt(f),
+            LockError::BadArg { name, expected } => write!(f, "ERR {name} must be {expected}"),
+            LockError::WaitNeedsResp3 => {
+                f.write_str("ERR LOCK.WAIT without TO needs RESP3 (HELLO 3)")
+            }
+            LockError::WaitNeedsTo(place) => write!(
+                f,
+                "ERR LOCK.WAIT {place} needs TO <client id> (outcomes read with LOCK.GRANTS)"
+            ),
+            LockError::NotSubscribed(id) => write!(
+                f,
+                "ERR subscribe to __rlock__:{id} first (LOCK.WAIT without TO pushes outcomes there)"
+            ),
+            LockError::NoClient(id) => write!(f, "ERR no client {id}"),
         }
     }
 }

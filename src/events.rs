@@ -1,5 +1,6 @@
 //! What the module watches outside its own commands: keyspace events on locks that have
-//! waiters, `FLUSHDB`/`FLUSHALL`, replication role changes, and the end of loading.
+//! waiters, `FLUSHDB`/`FLUSHALL`, replication role changes, the end of loading, and closed
+//! connections (receivers of tickets).
 //! (Replicas and AOF replays learn tokens from `LOCK.APPLY`; RDB files carry the counter.)
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -10,7 +11,8 @@ use redis_module::raw;
 use crate::error::LockError;
 use crate::ffi::api;
 use crate::token::{self, TOKENS};
-use crate::{blocked, config, expiry, gate, guard, heartbeat, node, persist, store, waiters};
+use crate::{config, ending, expiry, gate, guard, heartbeat, node, persist, receiving, store};
+use crate::{tickets, waiters};
 
 /// Keyspace events (generic, expired, evicted): a `RESTORE` (or a `MIGRATE` into this
 /// node) teaches the token counter the restored lock's token; any event on a lock with
@@ -84,6 +86,7 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
         ),
         (raw::REDISMODULE_EVENT_LOADING, on_loading),
         (raw::REDISMODULE_EVENT_SWAPDB, on_swapdb),
+        (raw::REDISMODULE_EVENT_CLIENT_CHANGE, on_client_change),
     ];
     for (id, callback) in events {
         let event = raw::RedisModuleEvent { id, dataver: 1 };
@@ -133,6 +136,25 @@ unsafe extern "C" fn on_swapdb(
     });
 }
 
+/// A connection closed: if it received tickets (`LOCK.WAIT`), they leave their queues and
+/// the grants in its mailbox are taken back.
+unsafe extern "C" fn on_client_change(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    guard::callback("client change", || {
+        let gone = subevent == raw::REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED;
+        if gone && !data.is_null() && tickets::any_receiver() {
+            // For this event Redis passes a RedisModuleClientInfo.
+            let id = unsafe { (*data.cast::<raw::RedisModuleClientInfo>()).id };
+            receiving::receiver_gone(ctx, id);
+        }
+        Ok(())
+    });
+}
+
 /// Promotion: the token counter jumps to at least the clock + `rlock.token-gap` (see
 /// `token.rs`: anchored to the clock, so that two replicas promoted one after the other
 /// never count the same tokens), and the failover delay starts. Demotion: nobody may wait
@@ -152,7 +174,7 @@ unsafe extern "C" fn on_role_change(
             }
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
                 gate::role_changed(true);
-                blocked::refuse(ctx, waiters::take_all(), gate::DEMOTED);
+                ending::refuse(ctx, waiters::take_all(), gate::DEMOTED);
             }
             _ => {}
         }

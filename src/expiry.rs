@@ -16,7 +16,7 @@ use crate::gate::{self, Verdict};
 use crate::handoff::{self, Handed};
 use crate::registry::Db;
 use crate::store::{while_self_notifying, LockKey, Mode, Over};
-use crate::{blocked, counters, guard, node, token, waiters};
+use crate::{counters, ending, guard, node, token, waiters};
 
 /// Why a check runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +62,8 @@ pub fn lease_moved(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) 
 pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Handed) {
     match handed {
         Handed::To(deadline_ms) => lease_moved(ctx, key, deadline_ms),
-        Handed::NotNow(at) => arm(ctx, node::selected_db(ctx), key, at),
-        Handed::Nobody => {}
+        Handed::NotNow(at) | Handed::Gone(Some(at)) => arm(ctx, node::selected_db(ctx), key, at),
+        Handed::Nobody | Handed::Gone(None) => {}
     }
 }
 
@@ -76,7 +76,7 @@ pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
         return;
     }
     if event == c"evicted" {
-        blocked::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
+        ending::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
         return;
     }
     let expired = event == c"expired";
@@ -188,7 +188,7 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
             return Ok(());
         }
         Verdict::Refuse(text) => {
-            blocked::refuse_queue(ctx, check.db, &check.key, &text);
+            ending::refuse_queue(ctx, check.db, &check.key, &text);
             return Ok(());
         }
         Verdict::Go | Verdict::Expired => {}
@@ -221,11 +221,11 @@ fn serve_or_rearm(
         // memory, replicas, the waiter's own WAIT limit).
         match handoff::hand_off(ctx, check.db, &key, vacancy, false)? {
             Handed::To(_) if lease_end => counters::EXPIRY_HANDOFFS.bump(),
-            Handed::NotNow(at) => {
+            Handed::NotNow(at) | Handed::Gone(Some(at)) => {
                 arm(ctx, check.db, &check.key, at);
                 return Ok(());
             }
-            Handed::To(_) | Handed::Nobody => {}
+            Handed::To(_) | Handed::Nobody | Handed::Gone(None) => {}
         }
     }
     let ttl = key.ttl_ms()?;

@@ -19,8 +19,8 @@ use crate::node;
 use crate::reply::Outcome;
 use crate::store::{LockEntry, LockKey, Name, Over, Replicate};
 use crate::token::{self, TOKENS};
-use crate::waiters::{self, handle_of, Waiter};
-use crate::{blocked, counters, publish, registry};
+use crate::waiters;
+use crate::{counters, ending, publish, registry};
 
 /// Who a fresh holding is for.
 pub struct Claim<'a> {
@@ -83,21 +83,27 @@ pub enum Handed {
     NotNow(i64),
     /// Nobody waits (any more).
     Nobody,
+    /// Nobody took a grant that reached nobody: the key is deleted and the release
+    /// published; the waiters left (if any) are to be served at this time (Unix ms).
+    Gone(Option<i64>),
 }
 
 /// Hands the lock to the first waiter the gate lets have it: waiters whose `WAIT` ran out
-/// get nil on the way; a gate that refuses sends the whole queue away.
+/// get nil on the way; a gate that refuses sends the whole queue away. A grant that reached
+/// nobody (a push receiver that left its channel) is passed on to the next waiter in the same
+/// call; if nobody takes it, the key it was written to is deleted here.
 pub fn hand_off(
     ctx: *mut raw::RedisModuleCtx,
     db: registry::Db,
     key: &LockKey,
-    over: Over,
+    mut over: Over,
     in_command: bool,
 ) -> Result<Handed, LockError> {
+    let (mut undelivered, mut later) = (false, None);
     // Bounded by the queue: each turn that does not return takes one waiter out.
     for _ in 0..=waiters::queue_len(db, key.name()) {
         let Some(first) = waiters::first(db, key.name()) else {
-            return Ok(Handed::Nobody);
+            break;
         };
         let owner = OwnedString::new(ctx, &first.owner)?;
         let claim = Claim {
@@ -108,60 +114,61 @@ pub fn hand_off(
         };
         let shut = match fresh_holding(ctx, key, over, &claim) {
             Ok(Door::Held { token, deadline_ms }) => {
-                grant(ctx, db, key.name(), token)?;
-                return Ok(Handed::To(deadline_ms));
+                if grant(ctx, db, key.name(), token)? {
+                    return Ok(Handed::To(deadline_ms));
+                }
+                counters::REVOKED_GRANTS.bump();
+                (over, undelivered) = (Over::Other, true);
+                continue;
             }
             Ok(Door::Shut(verdict)) => verdict,
             Err(e) => {
-                blocked::refuse_queue(ctx, db, key.name(), &e.to_string());
+                ending::refuse_queue(ctx, db, key.name(), &e.to_string());
                 return Err(e);
             }
         };
         match shut {
             Verdict::Expired => time_out_first(ctx, db, key.name()),
-            Verdict::Later(at) => return Ok(Handed::NotNow(at)),
-            Verdict::Refuse(text) => blocked::refuse_queue(ctx, db, key.name(), &text),
+            Verdict::Later(at) if !undelivered => return Ok(Handed::NotNow(at)),
+            Verdict::Later(at) => {
+                later = Some(at);
+                break;
+            }
+            Verdict::Refuse(text) => ending::refuse_queue(ctx, db, key.name(), &text),
             Verdict::Go => {}
         }
+    }
+    if undelivered {
+        // The holding written for nobody ends here, replicated as a force release.
+        key.delete(Replicate::ForceRelease)?;
+        publish::release_message(ctx, key.name())?;
+        return Ok(Handed::Gone(later));
     }
     Ok(Handed::Nobody)
 }
 
 /// The first waiter of `key` was just written the holding with `token`: it leaves the
-/// queue and gets the token.
+/// queue and gets the token; false if the grant reached nobody.
 fn grant(
     ctx: *mut raw::RedisModuleCtx,
     db: registry::Db,
     key: &[u8],
     token: i64,
-) -> Result<(), LockError> {
+) -> Result<bool, LockError> {
     let Some(waiter) = waiters::pop_first(db, key) else {
-        return Ok(());
+        return Ok(true);
     };
-    blocked::stop_deadline(ctx, waiter.deadline_timer);
-    let bc = handle_of(waiter.client);
-    let Waiter { owner, .. } = waiter;
-    let key = key.to_vec();
-    waiters::record_grant(
-        bc,
-        registry::Grant {
-            db,
-            key,
-            owner,
-            token,
-        },
-    );
-    blocked::unblock(bc, Outcome::Granted(token))?;
-    counters::HANDOFFS.bump();
-    Ok(())
+    let delivered = ending::grant(ctx, db, key, waiter, token)?;
+    if delivered {
+        counters::HANDOFFS.bump();
+    }
+    Ok(delivered)
 }
 
 /// The first waiter of `key` is past its `WAIT` limit: it gets nil.
 fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
     if let Some(waiter) = waiters::pop_first(db, key) {
-        blocked::stop_deadline(ctx, waiter.deadline_timer);
-        // Unblocking cannot fail on a server that could block the client.
-        let _ = blocked::unblock(handle_of(waiter.client), Outcome::TimedOut);
+        ending::end(ctx, &waiter, Outcome::TimedOut);
         counters::WAIT_TIMEOUTS.bump();
     }
 }
@@ -182,7 +189,7 @@ pub fn end_holding(
     } else {
         Handed::Nobody
     };
-    if !matches!(handed, Handed::To(_)) {
+    if matches!(handed, Handed::Nobody | Handed::NotNow(_)) {
         key.delete(how)?;
         // In a cluster the master's message already reached every node (or, sharded, every
         // node of the shard): a replica that replays the release does not send it again.

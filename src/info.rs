@@ -11,7 +11,7 @@ use redis_module::raw;
 
 use crate::counters;
 use crate::token::{self, TOKENS};
-use crate::{gate, guard, node, waiters};
+use crate::{gate, guard, node, tickets, waiters};
 
 /// Registers the `rlock` section of `INFO`.
 pub fn register(ctx: *mut raw::RedisModuleCtx) {
@@ -40,9 +40,13 @@ const BLOCKED_CLIENT_BYTES: usize = 28 * 1024;
 
 fn gauges() -> [(&'static str, i64); 5] {
     let (queued, queues, bytes) = waiters::gauges();
+    let (tickets, ticket_bytes) = tickets::gauges();
+    // A ticket is no blocked client: it costs its registry entry and its tables alone.
     let memory = queued
+        .saturating_sub(tickets)
         .saturating_mul(BLOCKED_CLIENT_BYTES)
-        .saturating_add(bytes);
+        .saturating_add(bytes)
+        .saturating_add(ticket_bytes);
     [
         ("waiters", to_i64(queued)),
         ("locks_with_waiters", to_i64(queues)),

@@ -21,15 +21,16 @@ const SINCE: &CStr = c"0.1.0";
 pub fn register(ctx: *mut raw::RedisModuleCtx, table: &[CommandSpec]) -> Result<(), LockError> {
     let create = api!(RedisModule_CreateCommand);
     for spec in table {
+        let key = c_int::from(spec.keys != KeyAccess::None);
         let created = unsafe {
             create(
                 ctx,
                 spec.name.as_ptr(),
                 Some(spec.call),
                 spec.flags.as_ptr(),
-                1,
-                1,
-                1,
+                key,
+                key,
+                key,
             )
         };
         if created != raw::REDISMODULE_OK as c_int {
@@ -91,6 +92,9 @@ fn set_info(ctx: *mut raw::RedisModuleCtx, spec: &CommandSpec) -> Result<(), Loc
 /// `LOCK.FENCED` the keys of the command it runs, which no spec can find (Redis then asks
 /// its `getkeys-api` callback).
 fn key_specs(access: KeyAccess) -> Vec<raw::RedisModuleCommandKeySpec> {
+    if access == KeyAccess::None {
+        return vec![unsafe { zeroed() }];
+    }
     let mut specs = vec![key_spec(access)];
     if access == KeyAccess::Fenced {
         let mut inner: raw::RedisModuleCommandKeySpec = unsafe { zeroed() };
@@ -111,7 +115,7 @@ fn key_specs(access: KeyAccess) -> Vec<raw::RedisModuleCommandKeySpec> {
 /// The key spec of a command's one key: argument 1, read-only or read-write.
 fn key_spec(access: KeyAccess) -> raw::RedisModuleCommandKeySpec {
     let flags = match access {
-        KeyAccess::Read | KeyAccess::Fenced => {
+        KeyAccess::Read | KeyAccess::Fenced | KeyAccess::None => {
             raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
         }
         // Redis takes one of INSERT, UPDATE and DELETE; a lock command may do any of them

@@ -143,6 +143,11 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         Some(waiter)
     }
 
+    /// Where a queued client waits: its lock's database and name.
+    pub fn location(&self, client: C) -> Option<(Db, &[u8])> {
+        self.index.get(&client).map(|(db, key)| (*db, &key[..]))
+    }
+
     /// Takes every queued client, queue by queue in FIFO order.
     pub fn take_all(&mut self) -> Vec<Waiter<C>> {
         let all = self

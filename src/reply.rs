@@ -14,7 +14,8 @@ pub enum Reply {
     Sent,
 }
 
-/// What a client blocked in `LOCK.ACQUIRE ... WAIT` is unblocked with.
+/// How a wait ended: what a client blocked in `LOCK.ACQUIRE ... WAIT` is unblocked with, or
+/// a ticket's outcome (`LOCK.WAIT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// The lock was handed to it, with this token.
@@ -24,6 +25,8 @@ pub enum Outcome {
     /// It cannot be served here any more (this node became a replica, or the key's slot
     /// moved): an error line, without the leading `-`.
     Refused(String),
+    /// The ended waits of a `LOCK.GRANTS` caller: (wait id, outcome) pairs, oldest first.
+    Batch(Vec<(u64, Outcome)>),
 }
 
 /// An error text as one RESP error line: no NUL, CR or LF (error texts escape the bytes

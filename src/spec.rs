@@ -12,7 +12,8 @@ pub type CommandFn = unsafe extern "C" fn(
     c_int,
 ) -> c_int;
 
-/// How a command uses its one key (argument 1), for ACL key permissions and key specs.
+/// How a command uses its one key (argument 1), if it has one, for ACL key permissions and
+/// key specs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyAccess {
     /// Reads the lock.
@@ -22,6 +23,8 @@ pub enum KeyAccess {
     /// Reads the lock; the keys of the command it runs come from its `getkeys-api`
     /// callback (`LOCK.FENCED`).
     Fenced,
+    /// No key (`LOCK.GRANTS`).
+    None,
 }
 
 /// The type of a documented argument.

@@ -1,9 +1,11 @@
-//! The node's one waiter registry (`registry.rs`), keyed by blocked-client handle.
+//! The node's one waiter registry (`registry.rs`), keyed by blocked-client handle (or, for a
+//! ticket, by an odd number made of its wait id: `tickets.rs`).
 //!
 //! Everything here runs on Redis's main thread, so the registry is a thread-local. No borrow
 //! of it is held across a call into Redis: each function here borrows it for its own body.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis_module::raw;
@@ -88,6 +90,17 @@ pub fn take(bc: Bc, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(id_of(bc), id))
 }
 
+/// Takes a queued entry (a blocked client or a ticket) out of its queue: only the wait
+/// `id`, when given.
+pub fn take_entry(client: usize, id: Option<u64>) -> Option<Waiter> {
+    with(|r| r.take(client, id))
+}
+
+/// Where a queued entry waits: its lock's database and name.
+pub fn location(client: usize) -> Option<(Db, Vec<u8>)> {
+    with(|r| r.location(client).map(|(db, key)| (db, key.to_vec())))
+}
+
 /// Takes every queued client.
 pub fn take_all() -> Vec<Waiter> {
     with(Registry::take_all)
@@ -106,6 +119,22 @@ pub fn record_grant(bc: Bc, grant: Grant) {
 /// Takes the grant of a client whose reply has not gone out, if any.
 pub fn take_grant(bc: Bc) -> Option<Grant> {
     with(|r| r.take_grant(id_of(bc)))
+}
+
+thread_local! {
+    /// The grants of `LOCK.GRANTS` replies not sent yet, by blocked-client handle: present
+    /// from its unblocking (possibly empty) until its reply is sent or its client leaves.
+    static BATCHES: RefCell<HashMap<usize, Vec<Grant>>> = RefCell::new(HashMap::new());
+}
+
+/// Records that `bc`, a `LOCK.GRANTS` client, was unblocked with these grants.
+pub fn record_batch(bc: Bc, grants: Vec<Grant>) {
+    BATCHES.with(|b| b.borrow_mut().insert(id_of(bc), grants));
+}
+
+/// Takes the grants `bc` was unblocked with; `None` if it was not unblocked.
+pub fn take_batch(bc: Bc) -> Option<Vec<Grant>> {
+    BATCHES.with(|b| b.borrow_mut().remove(&id_of(bc)))
 }
 
 /// Records that a check of `key` fires at `at` (Unix ms); false when none is needed.

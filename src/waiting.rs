@@ -39,8 +39,19 @@ pub fn wait(
     };
     waiters::enqueue(db, key.name(), waiter);
     // The client is blocked now: whatever happens next, the command's reply is sent later.
-    // A lock without a lease is checked on events only; a free one held back by the gate
-    // when the gate said to ask again.
+    watch(ctx, db, key, now, held_back);
+    Ok(())
+}
+
+/// A wait was queued on `key`: a lock without a lease is checked on events only; one with
+/// a lease when it ends; a free one held back by the gate when the gate said to ask again.
+pub fn watch(
+    ctx: *mut raw::RedisModuleCtx,
+    db: Db,
+    key: &LockKey,
+    now: i64,
+    held_back: Option<i64>,
+) {
     let lease_end = match key.ttl_ms() {
         Ok(ttl @ 0..) => Some(now.saturating_add(ttl)),
         _ => None,
@@ -48,12 +59,11 @@ pub fn wait(
     if let Some(at) = lease_end.or(held_back) {
         expiry::arm(ctx, db, key.name(), at);
     }
-    Ok(())
 }
 
 /// Refuses a new waiter past `rlock.max-waiters` (on the node) or
 /// `rlock.max-waiters-per-key` (on this lock); 0 means no limit.
-fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
+pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
     let (total, per_key) = (config::max_waiters(), config::max_waiters_per_key());
     if total > 0 && waiters::count() >= usize::try_from(total).unwrap_or(usize::MAX) {
         return Err(LockError::TooManyWaiters(total));
@@ -79,7 +89,9 @@ unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) 
     });
 }
 
-fn schedule_revoke(
+/// Takes back the hold of an undelivered grant in a timer, `delay_ms` from now (never from
+/// inside a callback that may not write).
+pub fn schedule_revoke(
     ctx: *mut raw::RedisModuleCtx,
     grant: Grant,
     delay_ms: i64,

@@ -32,10 +32,18 @@ const LAYERS: Layers = &[
         ],
     ),
     ("state", &[&["waiters", "store", "publish"], &["persist"]]),
-    ("blocked clients", &[&["blocked"]]),
+    (
+        "blocked clients",
+        &[&["blocked"], &["tickets"], &["ending"]],
+    ),
     (
         "handoff",
-        &[&["handoff"], &["expiry"], &["waiting", "heartbeat"]],
+        &[
+            &["handoff"],
+            &["expiry"],
+            &["waiting", "heartbeat"],
+            &["receiving"],
+        ],
     ),
     (
         "commands and events",

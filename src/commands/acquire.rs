@@ -31,30 +31,14 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<AcquireArgs<'a>, Lock
 }
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
-    let now = node::now_ms();
-    let parsed = parse(args.bytes(), now)?;
+    let parsed = parse(args.bytes(), node::now_ms())?;
     gate::client_writes(ctx)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
-    let owner = args.name(2)?;
-    let db = node::selected_db(ctx);
-    let current = match key.read_as(&owner)? {
-        None => serve_queue_first(ctx, db, &key, &owner)?,
-        current => current,
+    let (key, db, held_back) = match attempt(ctx, args, parsed.owner, lease)? {
+        Attempt::Held(token) => return Ok(Reply::Integer(token)),
+        Attempt::Contended { key, db, held_back } => (key, db, held_back),
     };
-    let held_back = match lock::acquire(current.as_ref(), parsed.owner) {
-        AcquireStep::Fresh => match take_free(ctx, &key, owner, lease)? {
-            Ok(token) => return Ok(Reply::Integer(token)),
-            Err(held_back) => held_back,
-        },
-        AcquireStep::Reenter { count, token } => {
-            return reenter(ctx, &key, owner, count, token, now.saturating_add(lease));
-        }
-        AcquireStep::Contended => None,
-        AcquireStep::CountOverflow => return Err(LockError::CountOverflow),
-    };
-    // Held by another, or the gate holds a fresh holding back (the failover delay, a
-    // stall...). Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
+    // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
     match parsed.options.wait {
         Some(wait) if node::can_block(ctx) => {
             waiting::wait(ctx, db, &key, parsed.owner, (lease, wait), held_back)?;
@@ -65,6 +49,50 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             Ok(Reply::Nil)
         }
     }
+}
+
+/// What an acquisition found, before any waiting.
+pub(super) enum Attempt {
+    /// Acquired or reentered: the token.
+    Held(i64),
+    /// Held by another, or the gate holds a fresh holding back (the failover delay, a
+    /// stall...) until `held_back`, if it said.
+    Contended {
+        key: LockKey,
+        db: Db,
+        held_back: Option<i64>,
+    },
+}
+
+/// Acquires or reenters the lock of `args` (key at 1, owner at 2) with a lease of
+/// `lease` ms, if it can now.
+pub(super) fn attempt(
+    ctx: *mut raw::RedisModuleCtx,
+    args: &Args<'_>,
+    owner_bytes: &[u8],
+    lease: i64,
+) -> Result<Attempt, LockError> {
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
+    let owner = args.name(2)?;
+    let db = node::selected_db(ctx);
+    let current = match key.read_as(&owner)? {
+        None => serve_queue_first(ctx, db, &key, &owner)?,
+        current => current,
+    };
+    let held_back = match lock::acquire(current.as_ref(), owner_bytes) {
+        AcquireStep::Fresh => match take_free(ctx, &key, owner, lease)? {
+            Ok(token) => return Ok(Attempt::Held(token)),
+            Err(held_back) => held_back,
+        },
+        AcquireStep::Reenter { count, token } => {
+            let deadline = node::now_ms().saturating_add(lease);
+            reenter(ctx, &key, owner, count, token, deadline)?;
+            return Ok(Attempt::Held(token));
+        }
+        AcquireStep::Contended => None,
+        AcquireStep::CountOverflow => return Err(LockError::CountOverflow),
+    };
+    Ok(Attempt::Contended { key, db, held_back })
 }
 
 /// A free lock: through the one door, its token; or, when the gate holds it back, when to
@@ -103,7 +131,7 @@ fn reenter(
     holds: i64,
     token: i64,
     deadline_ms: i64,
-) -> Result<Reply, LockError> {
+) -> Result<(), LockError> {
     gate::renewals(node::now_ms())?;
     let holding = LockEntry {
         owner,
@@ -114,7 +142,7 @@ fn reenter(
     key.write_holding(&holding, Over::Itself)?;
     expiry::lease_moved(ctx, key.name(), deadline_ms);
     counters::REENTERED.bump();
-    Ok(Reply::Integer(token))
+    Ok(())
 }
 
 /// A lock freed behind the module's back goes to its queue before any newcomer; returns
@@ -126,8 +154,8 @@ fn serve_queue_first(
     owner: &Name<'_>,
 ) -> Result<Option<Holding>, LockError> {
     match handoff::hand_off(ctx, db, key, Over::Nothing, true)? {
-        Handed::Nobody => Ok(None),
-        Handed::NotNow(at) => {
+        Handed::Nobody | Handed::Gone(None) => Ok(None),
+        Handed::NotNow(at) | Handed::Gone(Some(at)) => {
             expiry::arm(ctx, db, key.name(), at);
             Ok(None)
         }

@@ -6,12 +6,15 @@
 
 pub mod acquire;
 pub mod apply;
+pub mod cancel;
 pub mod fenced;
 pub mod forcerelease;
+pub mod grants;
 pub mod info;
 pub mod raise;
 pub mod release;
 pub mod renew;
+pub mod wait;
 
 use std::ffi::c_int;
 
@@ -39,9 +42,9 @@ macro_rules! call {
     }};
 }
 
-/// Every command. All take the lock's key at position 1; `LOCK.FENCED` also the keys of
-/// the command it runs, which its `getkeys-api` callback reports.
-pub const COMMANDS: [CommandSpec; 8] = [
+/// Every command. All but `LOCK.GRANTS` take the lock's key at position 1; `LOCK.FENCED`
+/// also the keys of the command it runs, which its `getkeys-api` callback reports.
+pub const COMMANDS: [CommandSpec; 11] = [
     CommandSpec {
         name: c"lock.acquire",
         flags: c"write deny-oom blocking",
@@ -122,7 +125,74 @@ pub const COMMANDS: [CommandSpec; 8] = [
         args: &[KEY, OWNER, TOKEN, FLOOR],
         call: call!("LOCK.RAISE", raise),
     },
+    CommandSpec {
+        name: c"lock.wait",
+        flags: c"write deny-oom",
+        arity: -3,
+        keys: KeyAccess::Write,
+        categories: c"hash",
+        summary: c"Acquires or reenters a lock, or queues a ticket in its FIFO whose outcome is pushed to this connection (or to TO's mailbox). Returns [held, token] or [queued, wait id].",
+        args: &[KEY, OWNER, LEASE, TICKET_WAIT, TO],
+        call: call!("LOCK.WAIT", wait),
+    },
+    CommandSpec {
+        name: c"lock.grants",
+        flags: c"",
+        arity: -1,
+        keys: KeyAccess::None,
+        categories: c"",
+        summary: c"Returns the ended waits of this connection's mailbox as [wait id, outcome, ...]; optionally blocks for one.",
+        args: &[BLOCK, COUNT],
+        call: call!("LOCK.GRANTS", grants),
+    },
+    CommandSpec {
+        name: c"lock.cancel",
+        flags: c"write fast",
+        arity: 3,
+        keys: KeyAccess::Write,
+        categories: c"hash",
+        summary: c"Ends a ticket: 0 if it was still queued, the token if its grant was still in a mailbox (the caller holds the lock), else nil.",
+        args: &[KEY, WAIT_ID],
+        call: call!("LOCK.CANCEL", cancel),
+    },
 ];
+
+const TICKET_WAIT: ArgDoc = ArgDoc {
+    name: c"timeout",
+    kind: ArgKind::Integer,
+    token: Some(c"WAIT"),
+    optional: true,
+    summary: c"Wait up to this many milliseconds for the lock (0 or none: no limit).",
+};
+const TO: ArgDoc = ArgDoc {
+    name: c"client-id",
+    kind: ArgKind::Integer,
+    token: Some(c"TO"),
+    optional: true,
+    summary:
+        c"Send the outcome to this connection's mailbox (LOCK.GRANTS) instead of pushing it here.",
+};
+const BLOCK: ArgDoc = ArgDoc {
+    name: c"ms",
+    kind: ArgKind::Integer,
+    token: Some(c"BLOCK"),
+    optional: true,
+    summary: c"Block up to this many milliseconds when the mailbox is empty (0: no limit).",
+};
+const COUNT: ArgDoc = ArgDoc {
+    name: c"count",
+    kind: ArgKind::Integer,
+    token: Some(c"COUNT"),
+    optional: true,
+    summary: c"Return at most this many outcomes.",
+};
+const WAIT_ID: ArgDoc = ArgDoc {
+    name: c"wait-id",
+    kind: ArgKind::Integer,
+    token: None,
+    optional: false,
+    summary: c"The wait id LOCK.WAIT answered.",
+};
 
 const KEY: ArgDoc = ArgDoc {
     name: c"key",

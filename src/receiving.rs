@@ -1,0 +1,146 @@
+//! A ticket's life beyond its tables (`tickets.rs`): queueing it (`LOCK.WAIT`), its `WAIT`
+//! deadline, `LOCK.GRANTS` parked on an empty mailbox, `LOCK.CANCEL`, and the closing of
+//! a receiver's connection.
+
+use std::ffi::c_void;
+
+use redis_module::raw;
+
+use crate::blocked::{self, Deadline};
+use crate::error::LockError;
+use crate::registry::Db;
+use crate::reply::Outcome;
+use crate::store::LockKey;
+use crate::tickets::{self, client_of, Delivery};
+use crate::waiters::{self, Bc, Waiter};
+use crate::{counters, ending, guard, node, waiting};
+
+/// Who receives a ticket's outcome, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct To {
+    pub receiver: u64,
+    pub delivery: Delivery,
+}
+
+/// Queues a ticket of `owner` at the end of the queue of `key`: it waits at most
+/// `wait_ms` (0: no limit) for a lease of `lease_ms`. Returns its wait id.
+pub fn queue(
+    ctx: *mut raw::RedisModuleCtx,
+    (db, key): (Db, &LockKey),
+    owner: &[u8],
+    (lease_ms, wait_ms): (i64, i64),
+    held_back: Option<i64>,
+    to: To,
+) -> Result<u64, LockError> {
+    waiting::admit(db, key.name())?;
+    let id = tickets::next_id();
+    let client = client_of(id);
+    let deadline_timer = blocked::arm_deadline(ctx, id, client, wait_ms, ticket_expired)?;
+    let now = node::now_ms();
+    let waiter = Waiter {
+        id,
+        client,
+        owner: owner.to_vec(),
+        lease_ms,
+        deadline_timer,
+        wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
+    };
+    waiters::enqueue(db, key.name(), waiter);
+    tickets::add(id, to.receiver, to.delivery);
+    waiting::watch(ctx, db, key, now, held_back);
+    Ok(id)
+}
+
+extern "C" fn ticket_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    // The timer hands back the box made in `arm_deadline`; it is ours to free.
+    let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
+    guard::callback("ticket deadline", || {
+        // Still queued: nobody handed it the lock, so its WAIT ran out.
+        if let Some(mut waiter) = waiters::take_entry(deadline.client, Some(deadline.id)) {
+            waiter.deadline_timer = None; // it fired: its id may be another timer's now
+            ending::end(ctx, &waiter, Outcome::TimedOut);
+            counters::WAIT_TIMEOUTS.bump();
+        }
+        Ok(())
+    });
+}
+
+/// `LOCK.CANCEL`: takes the ticket `id` of `key` out of its queue (`Some(0)`), or its grant
+/// out of a mailbox (`Some(token)`: the caller holds the lock now); `None` if neither.
+pub fn cancel(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], id: u64) -> Option<i64> {
+    let client = client_of(id);
+    let here = waiters::location(client).is_some_and(|(d, k)| d == db && k == key);
+    if here {
+        let waiter = waiters::take_entry(client, Some(id))?;
+        blocked::stop_deadline(ctx, waiter.deadline_timer);
+        tickets::forget(id);
+        return Some(0);
+    }
+    tickets::take_mailed_grant(id, db, key).map(|grant| grant.token)
+}
+
+/// The connection `receiver` closed: its tickets leave their queues, the grants in its
+/// mailbox are taken back and passed on.
+pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
+    let (tickets, grants) = tickets::receiver_gone(receiver);
+    for ticket in tickets {
+        blocked::stop_deadline(ctx, ticket.deadline_timer);
+    }
+    for grant in grants {
+        guard::callback("revoking a mailed grant", || {
+            waiting::schedule_revoke(ctx, grant, 0)
+        });
+    }
+}
+
+/// `LOCK.GRANTS ... BLOCK ms`: parks the caller on its empty mailbox for up to `block_ms`
+/// (0: no limit).
+pub fn park(ctx: *mut raw::RedisModuleCtx, receiver: u64, block_ms: i64) -> Result<(), LockError> {
+    let blocked = blocked::block(ctx, 0, grants_left)?;
+    let parking = tickets::park(receiver, blocked.bc);
+    let limit = Deadline {
+        id: parking,
+        client: usize::try_from(receiver).unwrap_or(usize::MAX),
+    };
+    let data = Box::into_raw(Box::new(limit));
+    // Made into a box above; `park_expired` frees it (a parking ends only by waking,
+    // which leaves the timer to find nothing, or by this timer).
+    if block_ms > 0 {
+        let create_timer = crate::ffi::api!(RedisModule_CreateTimer);
+        let period = node::timer_period(block_ms);
+        unsafe { create_timer(ctx, period, Some(park_expired), data.cast::<c_void>()) };
+    } else {
+        drop(unsafe { Box::from_raw(data) });
+    }
+    Ok(())
+}
+
+extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    // The timer hands back the box made in `park`.
+    let limit = unsafe { Box::from_raw(data.cast::<Deadline>()) };
+    guard::callback("grants deadline", || {
+        let receiver = limit.client as u64;
+        if let Some(bc) = tickets::unpark(receiver, limit.id) {
+            waiters::record_batch(bc, Vec::new());
+            blocked::unblock(bc, Outcome::TimedOut)?;
+        }
+        Ok(())
+    });
+}
+
+/// A `LOCK.GRANTS` client left while parked, or after it was woken but before its reply:
+/// then the grants it was woken with are taken back.
+unsafe extern "C" fn grants_left(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
+    guard::callback("grants client disconnected", || {
+        match waiters::take_batch(bc) {
+            Some(grants) => {
+                for grant in grants {
+                    waiting::schedule_revoke(ctx, grant, 0)?;
+                }
+                Ok(())
+            }
+            // Still parked (its receiver entry is gone with its connection).
+            None => blocked::release_handle(bc),
+        }
+    });
+}
