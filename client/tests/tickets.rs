@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
-use rlock_client::Client;
+use rlock_client::{Client, ClientOptions, Error};
 use support::{eventually, Server};
 use tokio::task::JoinSet;
 use tokio::time::timeout;
@@ -408,4 +408,55 @@ async fn a_cancel_racing_a_grant_ends_each_wait_once_and_leaks_no_hold() {
         "the client opened {theirs} connections for {ROUNDS} waits"
     );
     client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn liveness_is_one_ping_per_keepalive_per_connection_not_per_wait() {
+    const WAITS: usize = 100;
+    let server = Server::start();
+    let every = Duration::from_millis(100);
+    let options = ClientOptions::new().keepalive(every);
+    let client = Client::open_with(server.url(), options).await.unwrap();
+    let (mut holder, _) = hold(&server, &["alive".to_owned()]).await;
+    let mut inspector = Inspector::open(&server).await;
+    let mut waits = JoinSet::new();
+    for _ in 0..WAITS {
+        let lock = client.lock("alive");
+        waits.spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() });
+    }
+    inspector.until_waiters("alive", WAITS as i64).await;
+    let (pings, started) = (server.calls("ping"), Instant::now());
+    tokio::time::sleep(10 * every).await;
+    let (pings, took) = (server.calls("ping") - pings, started.elapsed());
+    // One per interval (a few more for the inspector's own `INFO` and a late tick), not
+    // one per wait per interval (1,000 here).
+    let most = took.as_millis() as u64 / every.as_millis() as u64 + 3;
+    eprintln!("{pings} PINGs in {took:?} for {WAITS} waits");
+    assert!(pings >= 1 && pings <= most, "{pings} PINGs in {took:?}");
+    release_holder(&mut holder, "alive").await;
+    while let Some(done) = timeout(PHASE, waits.join_next()).await.unwrap() {
+        done.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticket_refused_as_readonly_after_a_demotion_fails_as_readonly() {
+    let server = Server::start();
+    let master = Server::start();
+    let client = server.client().await;
+    let (_holder, _) = hold(&server, &["demoted".to_owned()]).await;
+    let lock = client.lock("demoted");
+    let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(60)).await });
+    let mut inspector = Inspector::open(&server).await;
+    inspector.until_waiters("demoted", 1).await;
+    assert_eq!(server.calls("lock.wait"), 1, "the wait is not a ticket");
+    let port = master.port().to_string();
+    server.cmd::<String>(&["REPLICAOF", "127.0.0.1", &port]);
+    // Refused by a push (`<id> -READONLY ...`); a lone server has no other master to queue
+    // on, so after its requeues the acquisition fails with the refusal.
+    let err = timeout(PHASE, waiter).await.unwrap().unwrap().unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnly { key, .. } if key == "demoted"),
+        "{err:?}"
+    );
 }
