@@ -9,8 +9,11 @@ use redis::Value;
 use support::{error_text, key_state, raw, try_raw, KeyState, Rng, Server};
 
 const COMMANDS: usize = 12_000;
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 10] = [
     "lock.acquire",
+    "lock.wait",
+    "lock.grants",
+    "lock.cancel",
     "lock.release",
     "lock.renew",
     "lock.info",
@@ -21,8 +24,9 @@ const NAMES: [&str; 7] = [
 /// Keys the fuzzer uses; none of them is a canary.
 const FUZZ_KEYS: [&str; 4] = ["fz:0", "fz:1", "fz:{2}", "fz:3"];
 const OWNERS: [&str; 3] = ["fz-owner:1", "fz-owner:2", "fz-owner:3"];
-const WORDS: [&str; 9] = [
-    "LEASE", "WAIT", "lease", "wait", "Lease", "LEASE ", "@token", "@", "owner",
+const WORDS: [&str; 12] = [
+    "LEASE", "WAIT", "lease", "wait", "Lease", "LEASE ", "@token", "@", "owner", "TO", "BLOCK",
+    "COUNT",
 ];
 const NUMBERS: [&str; 14] = [
     "0",
@@ -88,7 +92,7 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
     }
 }
 
-/// Any of the five commands with 0..=8 random arguments.
+/// Any of the commands with 0..=8 random arguments.
 fn chaos_command(rng: &mut Rng) -> Vec<Vec<u8>> {
     let name = *rng.pick(&NAMES);
     let mut cmd = vec![random_case(rng, name)];
@@ -121,8 +125,10 @@ fn shaped_command(rng: &mut Rng) -> Vec<Vec<u8>> {
         return cmd;
     }
     for _ in 0..rng.below(3) {
-        cmd.push(if rng.chance(90) {
+        cmd.push(if rng.chance(70) {
             rng.pick(&WORDS[..5]).as_bytes().to_vec()
+        } else if rng.chance(66) {
+            rng.pick(&WORDS[9..]).as_bytes().to_vec()
         } else {
             random_arg(rng)
         });
@@ -146,11 +152,13 @@ fn random_command(rng: &mut Rng) -> Vec<Vec<u8>> {
     }
 }
 
-/// An acquire with a `WAIT` could block for real; those run inside MULTI/EXEC, where the
-/// spec says `WAIT` does not block, so the fuzzer never waits on a lock it cannot get.
+/// An acquire with a `WAIT` (or `LOCK.GRANTS` with `BLOCK`) could block for real; those run
+/// inside MULTI/EXEC, where the spec says they do not block, so the fuzzer never waits on a
+/// lock it cannot get.
 fn may_block(cmd: &[Vec<u8>]) -> bool {
-    cmd[0].eq_ignore_ascii_case(b"lock.acquire")
-        && cmd[1..].iter().any(|a| a.eq_ignore_ascii_case(b"wait"))
+    let has = |word: &[u8]| cmd[1..].iter().any(|a| a.eq_ignore_ascii_case(word));
+    (cmd[0].eq_ignore_ascii_case(b"lock.acquire") && has(b"wait"))
+        || (cmd[0].eq_ignore_ascii_case(b"lock.grants") && has(b"block"))
 }
 
 /// What the fuzzer saw: replies by kind, and errors that betray a caught panic.

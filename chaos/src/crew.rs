@@ -14,15 +14,15 @@ use crate::deploy::{Deployment, Topology, MASTER_NAME};
 use crate::history::History;
 use crate::workers::child::ChildWorker;
 use crate::workers::raw::Target;
-use crate::workers::{client, raw, redisson, several, Ctx};
+use crate::workers::{client, raw, redisson, several, ticket, Ctx};
 
 /// Every kind of worker (the `--workers` list takes these).
 pub const KINDS: &[&str] = &[
-    "client", "owner", "child", "raw", "redisson", "redlock", "multi",
+    "client", "owner", "child", "raw", "ticket", "redisson", "redlock", "multi",
 ];
 
-/// The kinds `all` means: RedLock and MultiLock need several servers; raw clients do not
-/// follow a cluster's redirections; scripts do not wait
+/// The kinds `all` means: RedLock and MultiLock need several servers; raw and ticket
+/// clients do not follow a cluster's redirections; scripts do not wait
 /// out the failover delay, so Redisson-style workers share keys with the others only where
 /// no replica is promoted (and in the unsafe switch).
 pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
@@ -31,7 +31,7 @@ pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
         "redisson" => {
             topology == Topology::Single || (unsafe_mode && topology == Topology::Sentinel)
         }
-        "raw" => topology != Topology::Cluster,
+        "raw" | "ticket" => topology != Topology::Cluster,
         _ => true,
     };
     KINDS.iter().filter(fits).map(|k| k.to_string()).collect()
@@ -97,6 +97,12 @@ pub fn start(
         if has("raw") {
             threads.push(std::thread::spawn(move || {
                 raw::run(c, t, format!("raw{i}"))
+            }));
+        }
+        let (c, t) = (ctx.clone(), target.clone());
+        if has("ticket") {
+            threads.push(std::thread::spawn(move || {
+                ticket::run(c, t, format!("ticket{i}"))
             }));
         }
         let (c, t) = (ctx.clone(), target.clone());

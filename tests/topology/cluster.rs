@@ -219,3 +219,40 @@ fn a_waiter_is_redirected_to_the_endpoint_redis_would_name() {
         other => panic!("the waiter got {other:?}"),
     }
 }
+
+#[test]
+fn a_ticket_in_a_cluster_is_mailed_and_its_slot_moving_refuses_it_with_the_redirect() {
+    let (source, target) = two_masters();
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let slot = slot_of(&mut s, KEY);
+    int(&mut s, &["LOCK.ACQUIRE", KEY, "a", "LEASE", "60000"]);
+    // A push would go over the cluster bus to every node: a ticket needs a mailbox here.
+    let mut resp3 = source.conn_resp3();
+    let refused = raw(&mut resp3, &["LOCK.WAIT", KEY, "b"]);
+    let text = crate::support::error_text(&refused).unwrap_or_default();
+    assert!(
+        text.starts_with("ERR LOCK.WAIT in a cluster needs TO"),
+        "{refused:?}"
+    );
+    let mut mailbox = source.conn();
+    let to = int(&mut mailbox, &["CLIENT", "ID"]).to_string();
+    let queued = raw(&mut s, &["LOCK.WAIT", KEY, "b", "TO", &to]);
+    let Value::Array(answer) = &queued else {
+        panic!("LOCK.WAIT: {queued:?}");
+    };
+    let wait = answer[1].clone();
+
+    let (source_id, target_id) = (id(&source), id(&target));
+    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
+    assert_eq!(raw(&mut t, &importing), Value::Okay);
+    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
+    assert_eq!(raw(&mut s, &migrating), Value::Okay);
+    let port = target.port().to_string();
+    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
+    assert_eq!(raw(&mut s, &moved), Value::Okay);
+
+    let outcome = raw(&mut mailbox, &["LOCK.GRANTS", "BLOCK", "10000"]);
+    let redirect = Value::BulkString(format!("-ASK {slot} 127.0.0.1:{port}").into_bytes());
+    assert_eq!(outcome, Value::Array(vec![wait, redirect]));
+    assert_eq!(raw(&mut mailbox, &["LOCK.GRANTS"]), Value::Array(vec![]));
+}

@@ -1,5 +1,6 @@
 //! The workers: client-crate tasks ([`client`]), raw `LOCK.*` commands as redis-cli users
-//! send them ([`raw`]), Redisson-style Lua scripts ([`redisson`]), and client-crate
+//! send them ([`raw`]), tickets over one RESP3 connection ([`ticket`]), Redisson-style Lua
+//! scripts ([`redisson`]), and client-crate
 //! workers in child processes that the faults can pause or kill ([`child`]).
 
 pub mod child;
@@ -7,6 +8,7 @@ pub mod client;
 pub mod raw;
 pub mod redisson;
 pub mod several;
+pub mod ticket;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
