@@ -77,6 +77,11 @@ impl Wait<'_> {
                     .take_blocking_only(&carried.channel.node);
                 return Ok(Waited::Unsupported);
             }
+            Err(err) if unsubscribed(&err) => {
+                // Something left the channel (`RESET`, `UNSUBSCRIBE`): a fresh connection.
+                carried.channel.lose(Loss::Broken);
+                return self.ended(Outcome::Lost(Loss::Broken));
+            }
             Err(err) => return Err(Error::from_command(err, self.key, self.owner)),
             Ok(reply) => reply,
         };
@@ -265,6 +270,12 @@ fn read_reply(reply: &Value) -> Option<(&str, u64)> {
         _ => return None,
     };
     Some((tag, number))
+}
+
+/// Whether `err` says that the wait connection is not subscribed to its channel.
+fn unsubscribed(err: &RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default();
+    detail.starts_with("subscribe to __rlock__:")
 }
 
 /// The error a grant message's `-<error line>` stands for.

@@ -61,7 +61,8 @@ impl Tickets {
         err.to_string().contains(BLOCKING_ONLY)
             || (err.code() == Some("ERR")
                 && ((detail.starts_with("unknown command") && detail.contains("lock.wait"))
-                    || detail.contains("needs to")))
+                    || detail.contains("needs to")
+                    || detail.contains("needs resp3")))
     }
 
     /// The wait connection to `node`, opened now if it has none that works.
@@ -114,8 +115,10 @@ impl Carrier for Tickets {
     fn failed(&self, conn: &Carried, err: &RedisError) {
         // A command without an answer: the connection may be dead, and a ticket it queued
         // would be unknown; the server drops the tickets of a closed connection.
-        if err.is_timeout() || err.is_io_error() {
+        if err.is_timeout() {
             conn.channel.lose(Loss::Unresponsive);
+        } else if err.is_io_error() {
+            conn.channel.lose(Loss::Broken);
         }
     }
 }
@@ -125,4 +128,40 @@ fn broken() -> RedisError {
         std::io::ErrorKind::ConnectionReset,
         "the wait connection was given up",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(line: &str) -> RedisError {
+        match redis::parse_redis_value(format!("-{line}\r\n").as_bytes()) {
+            Ok(redis::Value::ServerError(err)) => err.into(),
+            other => panic!("not an error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_refusals_that_mean_blocking_waits_only_are_told_from_others() {
+        let unsupported = [
+            "ERR unknown command 'LOCK.WAIT', with args beginning with: 'k' 'o' ",
+            "ERR LOCK.WAIT in a cluster needs TO <client id> (outcomes read with LOCK.GRANTS)",
+            "ERR LOCK.WAIT without TO needs RESP3 (HELLO 3)",
+        ];
+        for line in unsupported {
+            assert!(Tickets::unsupported(&server_error(line)), "{line}");
+        }
+        let others = [
+            "ERR unknown command 'LOCK.INFO', with args beginning with: 'k' ",
+            "ERR TOKEN needs a value",
+            "READONLY You can't write against a read only replica.",
+            "ERR subscribe to __rlock__:7 first (LOCK.WAIT without TO pushes outcomes there)",
+        ];
+        for line in others {
+            assert!(!Tickets::unsupported(&server_error(line)), "{line}");
+        }
+        let refused = RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY));
+        assert!(Tickets::unsupported(&refused));
+        assert!(!Tickets::unsupported(&broken()));
+    }
 }
