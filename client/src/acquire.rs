@@ -1,10 +1,11 @@
 //! The cancellation-safe acquisition of a lock.
 //!
-//! Every acquisition runs in a task of its own that owns the outcome; the caller awaits a
-//! oneshot. If the caller goes away (its future dropped, a `tokio::time::timeout` elapsed),
-//! the task still reads every reply on its way, cancels a pending wait (`LOCK.CANCEL` for a
-//! ticket, `ticket.rs`; killing the connection of a blocking wait, `wait.rs`), and a grant
-//! that crossed the cancellation is released right there, so no hold leaks.
+//! Every acquisition runs in its caller's future and answers on a oneshot; if the caller
+//! goes away before the end (its future dropped, a `tokio::time::timeout` elapsed), the
+//! acquisition moves into a task of its own (`detach.rs`): there it still reads every reply
+//! on its way, cancels a pending wait (`LOCK.CANCEL` for a ticket, `ticket.rs`; killing the
+//! connection of a blocking wait, `wait.rs`), and releases a grant that crossed the
+//! cancellation, so no hold leaks. A wait costs no task unless it is cancelled.
 //!
 //! A wait is a ticket on the node's one wait connection (`tickets.rs`) wherever the server
 //! takes them; a blocking `LOCK.ACQUIRE ... WAIT` on a connection of its own otherwise (a
@@ -22,6 +23,7 @@ use tokio::time::{sleep, Instant};
 
 use crate::commands;
 use crate::core::Core;
+use crate::detach::Detached;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::options::LockOptions;
@@ -34,8 +36,8 @@ use crate::wait::Wait;
 /// The pause before an unlimited wait that ended without the lock is made again.
 const REWAIT_PAUSE: Duration = Duration::from_millis(10);
 
-/// Acquires `key` as `owner`, waiting up to `limit` (`None`: without limit), in a task of
-/// its own: dropping this future leaks no hold.
+/// Acquires `key` as `owner`, waiting up to `limit` (`None`: without limit), in this
+/// future, or in a task of its own once it is dropped: dropping it leaks no hold.
 pub(crate) async fn acquire(
     core: &Arc<Core>,
     key: &str,
@@ -51,10 +53,10 @@ pub(crate) async fn acquire(
         options,
         reply,
     };
-    core.spawn(task.run(limit));
-    outcome
+    let running = Detached::new(core, task.run(limit), outcome);
+    running
         .await
-        .map_err(|_| Error::internal("the acquiring task ended without an answer"))?
+        .ok_or_else(|| Error::internal("the acquisition ended without an answer"))?
 }
 
 type Outcome = Result<Option<Guard>>;
@@ -63,7 +65,7 @@ type Outcome = Result<Option<Guard>>;
 /// when that was one of the client's wait connections.
 type Granted = (u64, Instant, Option<WaitConn>);
 
-/// One acquisition, run in its own task.
+/// One acquisition, run in its caller's future (or in a task once that is dropped).
 struct Acquisition {
     core: Arc<Core>,
     key: String,

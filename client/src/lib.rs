@@ -204,7 +204,8 @@
 //!   `election.rs` (how a RedLock's contenders reach a majority); below them `members.rs`
 //!   (the guards of one holding over several locks).
 //! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
-//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task),
+//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition, run in the
+//!   caller's future, and by `detach.rs` in a task once the caller drops it),
 //!   `recover.rs` (after an error: adopt a grant whose reply was lost, retry on a fresh
 //!   connection, queue again), `ticket.rs` (a wait as a ticket on the wait connection, and
 //!   its cancel), `wait.rs` (a blocking wait on a connection of its own, and abandoning it),
@@ -240,6 +241,7 @@ mod client;
 mod commands;
 mod config;
 mod core;
+mod detach;
 mod election;
 mod error;
 mod guard;

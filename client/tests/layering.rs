@@ -36,7 +36,7 @@ const LAYERS: Layers = &[
     (
         "guard and acquisition",
         &[
-            &["guard"],
+            &["guard", "detach"],
             &["wait", "replicas"],
             &["recover", "ticket"],
             &["acquire"],

@@ -173,6 +173,12 @@ async fn many_waits_over_two_connections(locks: usize) {
         server.calls("lock.wait") >= 10_000,
         "the waits were not tickets"
     );
+    // The test's own 10,000 tasks (the callers) and a few of the client's: no task per wait.
+    let tasks = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    eprintln!("{tasks} tasks alive with 10,000 waits queued");
+    assert!(tasks <= 10_000 + 20, "{tasks} tasks for 10,000 waits");
     let started = Instant::now();
     for key in &keys {
         release_holder(&mut holder, key).await;
