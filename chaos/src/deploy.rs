@@ -207,7 +207,13 @@ impl Deployment {
         }
     }
 
-    /// Crash lines in the logs, and exits nobody asked for.
+    /// Processes stopped from outside the run (not crashes): see [`Proc::reap_unasked`].
+    pub fn outside_stops(&self) -> usize {
+        let all = self.servers.iter().chain(self.sentinels.iter());
+        all.map(|p| p.outside_stops).sum()
+    }
+
+    /// Crash lines in the logs, and exits nobody asked for that look like crashes.
     pub fn crashes(&mut self) -> usize {
         let all = self.servers.iter_mut().chain(self.sentinels.iter_mut());
         all.map(|p| {

@@ -55,8 +55,12 @@ pub struct Proc {
     args: Vec<String>,
     dir: PathBuf,
     child: Option<Child>,
-    /// Exits nobody asked for, seen so far.
+    /// Exits nobody asked for, seen so far, that look like crashes (a fatal signal or a
+    /// failure status).
     pub unasked_exits: usize,
+    /// Exits from outside the run: a `SIGTERM` shutdown or a `SIGKILL` nobody here sent
+    /// (another job's cleanup, the kernel's OOM killer). Reported, not counted as crashes.
+    pub outside_stops: usize,
     stopped: bool,
     /// Crashes already reported (`report_crash`); the dir is kept when there were any.
     reported: usize,
@@ -78,6 +82,7 @@ impl Proc {
             dir,
             child: None,
             unasked_exits: 0,
+            outside_stops: 0,
             stopped: false,
             reported: 0,
         };
@@ -186,12 +191,21 @@ impl Proc {
         }
     }
 
-    /// Notices an exit nobody asked for (a crash) and starts the process again.
+    /// Notices an exit nobody asked for (a crash, or a stop from outside the run) and
+    /// starts the process again.
     pub fn reap_unasked(&mut self) -> bool {
-        let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) else {
+        let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) else {
             return false;
         };
-        self.unasked_exits += 1;
+        if stopped_from_outside(status, &self.log()) {
+            self.outside_stops += 1;
+            eprintln!(
+                "outside stop: {} ended with {status}, not by this run (not a crash); restarted",
+                self.name
+            );
+        } else {
+            self.unasked_exits += 1;
+        }
         self.child = None;
         self.spawn();
         true
@@ -251,6 +265,21 @@ impl Proc {
     }
 }
 
+/// Whether an exit was a stop from outside rather than a crash: killed by `SIGKILL` (no
+/// server kills itself so), or a clean exit after the server logged a `SIGTERM`/`SIGINT`
+/// shutdown. A crash ends with a fatal signal (`SIGSEGV`, `SIGABRT`...: the bug report
+/// raises it again) or a failure status.
+pub fn stopped_from_outside(status: std::process::ExitStatus, log: &str) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    const SIGKILL: i32 = 9;
+    let shutdown = log
+        .lines()
+        .rev()
+        .take(50)
+        .any(|l| l.contains("Received SIGTERM") || l.contains("Received SIGINT"));
+    status.signal() == Some(SIGKILL) || (status.success() && shutdown)
+}
+
 /// A direct connection to `port` with 1 s connect, read and write limits.
 pub fn connect(port: u16) -> redis::RedisResult<redis::Connection> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))?;
@@ -280,5 +309,31 @@ impl Drop for Proc {
         if self.reported == 0 && std::env::var_os("CHAOS_KEEP").is_none() {
             let _ = fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::stopped_from_outside;
+
+    #[test]
+    fn a_fatal_signal_or_a_failure_is_a_crash_a_kill_or_a_shutdown_is_not() {
+        let status = ExitStatus::from_raw;
+        let shutdown = "1:signal-handler (1) Received SIGTERM scheduling shutdown...\n1:M ready to exit, bye bye";
+        assert!(stopped_from_outside(status(9), ""), "SIGKILL");
+        assert!(
+            stopped_from_outside(status(0), shutdown),
+            "SIGTERM shutdown"
+        );
+        assert!(!stopped_from_outside(status(11), shutdown), "SIGSEGV");
+        assert!(!stopped_from_outside(status(6), ""), "SIGABRT");
+        assert!(!stopped_from_outside(status(256), shutdown), "exit 1");
+        assert!(
+            !stopped_from_outside(status(0), "no shutdown asked"),
+            "exit 0 unasked"
+        );
     }
 }

@@ -84,6 +84,12 @@ fn judge_run(
         deployment.replica_diffs()
     };
     counts.crashes = deployment.crashes();
+    let outside = deployment.outside_stops();
+    if outside > 0 {
+        println!(
+            "outside stops: {outside} (SIGTERM or SIGKILL from outside this run; not crashes)"
+        );
+    }
     if let Some((what, ms)) = crate::check::worst_fault(events, ended_us) {
         eprintln!("longest unavailability: {ms} ms after {what}");
     }
