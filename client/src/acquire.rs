@@ -247,7 +247,7 @@ async fn wait_once(
         match waiting.ticket(reply).await? {
             Waited::Granted(token) => return Ok(Some((token, None))),
             Waited::Ended => return Ok(None),
-            Waited::Unsupported => {}
+            Waited::Unsupported | Waited::Pulled => {}
         }
     }
     let waited = waiting.run(reply).await?;

@@ -38,6 +38,9 @@ pub(crate) struct Channel {
     link: Mutex<Option<MultiplexedConnection>>,
     mailbox: Mutex<Mailbox>,
     pub(crate) node: Arc<Node>,
+    /// For a pull connection (`pull.rs`), the id of the connection whose mailbox receives
+    /// the outcomes (`LOCK.WAIT ... TO id`); `None` for a push connection.
+    pub(crate) receiver: Option<i64>,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -122,16 +125,7 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
         .set_response_timeout(Some(o.response_timeout_duration()))
         .set_connection_timeout(Some(o.connect_timeout_duration()))
         .set_push_sender(pushes);
-    let info = node.redis.get_connection_info().clone();
-    let resp3 = info
-        .redis_settings()
-        .clone()
-        .set_protocol(ProtocolVersion::RESP3);
-    // The kernel counts keepalive times in whole seconds, 1 at least.
-    let every = o.keepalive_interval().max(Duration::from_secs(1));
-    let tcp = info.tcp_settings().clone().set_nodelay(true);
-    let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
-    let redis = redis::Client::open(info.set_redis_settings(resp3).set_tcp_settings(tcp))?;
+    let redis = wait_client(node, ProtocolVersion::RESP3)?;
     let opening = async {
         let mut link = redis
             .get_multiplexed_async_connection_with_config(&config)
@@ -143,13 +137,40 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
     let link = tokio::time::timeout(o.connect_timeout_duration(), opening)
         .await
         .map_err(|_| timed_out("no wait connection within the connect timeout"))??;
-    let channel = Arc::new(Channel {
-        link: Mutex::new(Some(link)),
-        mailbox: Mutex::default(),
-        node: node.clone(),
-    });
+    let channel = Channel::new(link, node, None);
     tokio::spawn(dispatch(Arc::downgrade(&channel), received));
     Ok(channel)
+}
+
+/// A client for `node`'s wait connections: its settings with `protocol`, `TCP_NODELAY` and
+/// TCP keepalive.
+pub(crate) fn wait_client(node: &Node, protocol: ProtocolVersion) -> RedisResult<redis::Client> {
+    let info = node.redis.get_connection_info().clone();
+    let settings = info.redis_settings().clone().set_protocol(protocol);
+    // The kernel counts keepalive times in whole seconds, 1 at least.
+    let every = node
+        .options
+        .keepalive_interval()
+        .max(Duration::from_secs(1));
+    let tcp = info.tcp_settings().clone().set_nodelay(true);
+    let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
+    redis::Client::open(info.set_redis_settings(settings).set_tcp_settings(tcp))
+}
+
+impl Channel {
+    /// A wait connection to `node` that sends on `link`.
+    pub(crate) fn new(
+        link: MultiplexedConnection,
+        node: &Arc<Node>,
+        receiver: Option<i64>,
+    ) -> Arc<Channel> {
+        Arc::new(Channel {
+            link: Mutex::new(Some(link)),
+            mailbox: Mutex::default(),
+            node: node.clone(),
+            receiver,
+        })
+    }
 }
 
 /// The dispatcher of one wait connection: routes its messages, and probes it while it

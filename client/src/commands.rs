@@ -39,6 +39,13 @@ pub(crate) fn cancel(key: &str, wait_id: u64) -> Cmd {
     cmd
 }
 
+/// `LOCK.GRANTS BLOCK ms`: the outcomes mailed to this connection, waiting up to `ms` for one.
+pub(crate) fn grants(block_ms: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.GRANTS");
+    cmd.arg("BLOCK").arg(block_ms);
+    cmd
+}
+
 /// `LOCK.RELEASE key owner TOKEN t`: acts only on the holding with token `t`, so a late
 /// release cannot free a newer holding of the same owner.
 pub(crate) fn release(key: &str, owner: &str, token: u64) -> Cmd {
@@ -190,6 +197,7 @@ mod tests {
             ["LOCK.WAIT", "k", "o", "LEASE", "300", "WAIT", "0"]
         );
         assert_eq!(words(&cancel("k", 7)), ["LOCK.CANCEL", "k", "7"]);
+        assert_eq!(words(&grants(5)), ["LOCK.GRANTS", "BLOCK", "5"]);
         assert_eq!(words(&info("k")), ["LOCK.INFO", "k"]);
         assert_eq!(words(&force_release("k")), ["LOCK.FORCERELEASE", "k"]);
     }

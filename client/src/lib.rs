@@ -258,6 +258,7 @@ mod options;
 mod pair;
 mod per_thread;
 mod pool;
+mod pull;
 mod quorum;
 mod recover;
 mod redlock;

@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use redis::{RedisError, Value};
 use tokio::sync::oneshot;
 
 /// How one ticket ended.
@@ -157,6 +158,43 @@ pub(crate) fn parse(payload: &[u8]) -> Option<(u64, Outcome)> {
         },
     };
     Some((id, outcome))
+}
+
+/// The `[tag, number]` reply of `LOCK.WAIT`.
+pub(crate) fn read_reply(reply: &Value) -> Option<(&str, u64)> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let tag = match items.first()? {
+        Value::SimpleString(tag) => tag.as_str(),
+        Value::BulkString(tag) => std::str::from_utf8(tag).ok()?,
+        _ => return None,
+    };
+    let number = match items.get(1)? {
+        Value::Int(n) => u64::try_from(*n).ok()?,
+        Value::BulkString(n) => std::str::from_utf8(n).ok()?.parse().ok()?,
+        _ => return None,
+    };
+    Some((tag, number))
+}
+
+/// Whether `err` says that the wait connection is not subscribed to its channel.
+pub(crate) fn unsubscribed(err: &RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default();
+    detail.starts_with("subscribe to __rlock__:")
+}
+
+/// The error a grant message's `-<error line>` stands for.
+pub(crate) fn server_error(line: &str) -> RedisError {
+    let text = format!("-{line}\r\n");
+    match redis::parse_redis_value(text.as_bytes()) {
+        Ok(Value::ServerError(err)) => err.into(),
+        _ => RedisError::from((
+            redis::ErrorKind::Parse,
+            "unreadable refusal",
+            line.to_owned(),
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use tokio::time::{sleep_until, timeout};
 use crate::channel::Channel;
 use crate::commands;
 use crate::error::{timed_out, Error, Result};
-use crate::mailbox::{Claim, Loss, Orphan, Outcome};
+use crate::mailbox::{read_reply, server_error, unsubscribed, Claim, Loss, Orphan, Outcome};
 use crate::router::Sent;
 use crate::tickets::Tickets;
 use crate::wait::Wait;
@@ -46,6 +46,8 @@ pub(crate) enum Waited {
     Ended,
     /// The node takes blocking waits only: wait with `LOCK.ACQUIRE ... WAIT`.
     Unsupported,
+    /// The node wants its waits pulled: ask again.
+    Pulled,
 }
 
 /// A claimed wait id on a wait connection; see the module docs for its `Drop`.
@@ -60,8 +62,16 @@ struct Ticket {
 
 // A ticket's wait is the acquisition's `Wait`: the same key, owner, lease and deadline.
 impl Wait<'_> {
-    /// Waits for the lock with a ticket; see the module docs.
+    /// Waits for the lock with a ticket; see the module docs. A node that turns out to
+    /// want `TO` (a cluster node) is asked again with its waits pulled (`pull.rs`).
     pub(crate) async fn ticket<T>(&self, caller: &mut oneshot::Sender<T>) -> Result<Waited> {
+        match self.ticket_once(caller).await? {
+            Waited::Pulled => self.ticket_once(caller).await,
+            waited => Ok(waited),
+        }
+    }
+
+    async fn ticket_once<T>(&self, caller: &mut oneshot::Sender<T>) -> Result<Waited> {
         let never = std::future::pending::<std::convert::Infallible>();
         let make = || commands::wait_ticket(self.key, self.owner, self.lease_ms, self.wait_ms());
         let (reply, carried) = match self.core.send_ticket(self.key, make, never).await {
@@ -76,6 +86,10 @@ impl Wait<'_> {
                     .tickets()
                     .take_blocking_only(&carried.channel.node);
                 return Ok(Waited::Unsupported);
+            }
+            Err(err) if Tickets::needs_to(&err) && carried.channel.receiver.is_none() => {
+                self.core.tickets().take_pull(&carried.channel.node);
+                return Ok(Waited::Pulled);
             }
             Err(err) if unsubscribed(&err) => {
                 // Something left the channel (`RESET`, `UNSUBSCRIBE`): a fresh connection.
@@ -140,11 +154,15 @@ impl Wait<'_> {
         match outcome {
             Outcome::Granted(token) => Ok(Waited::Granted(token)),
             Outcome::TimedOut => Ok(Waited::Ended),
-            Outcome::Refused(line) => Err(Error::from_command(
-                server_error(&line),
-                self.key,
-                self.owner,
-            )),
+            Outcome::Refused(line) => {
+                let err = server_error(&line);
+                // The key's slot moved while it waited: queue again where it is now.
+                let err = match err.redirect_node() {
+                    Some(_) => server_error("TRYAGAIN the key's slot moved while it waited"),
+                    None => err,
+                };
+                Err(Error::from_command(err, self.key, self.owner))
+            }
             Outcome::Lost(Loss::Broken) => {
                 Err(Error::Redis(RedisError::from(std::io::Error::new(
                     std::io::ErrorKind::ConnectionReset,
@@ -251,42 +269,5 @@ impl Drop for Ticket {
         }
         self.channel
             .cancel_in_background(self.id, &self.key, &self.owner);
-    }
-}
-
-/// The `[tag, number]` reply of `LOCK.WAIT`.
-fn read_reply(reply: &Value) -> Option<(&str, u64)> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    let tag = match items.first()? {
-        Value::SimpleString(tag) => tag.as_str(),
-        Value::BulkString(tag) => std::str::from_utf8(tag).ok()?,
-        _ => return None,
-    };
-    let number = match items.get(1)? {
-        Value::Int(n) => u64::try_from(*n).ok()?,
-        Value::BulkString(n) => std::str::from_utf8(n).ok()?.parse().ok()?,
-        _ => return None,
-    };
-    Some((tag, number))
-}
-
-/// Whether `err` says that the wait connection is not subscribed to its channel.
-fn unsubscribed(err: &RedisError) -> bool {
-    let detail = err.detail().unwrap_or_default();
-    detail.starts_with("subscribe to __rlock__:")
-}
-
-/// The error a grant message's `-<error line>` stands for.
-fn server_error(line: &str) -> RedisError {
-    let text = format!("-{line}\r\n");
-    match redis::parse_redis_value(text.as_bytes()) {
-        Ok(Value::ServerError(err)) => err.into(),
-        _ => RedisError::from((
-            redis::ErrorKind::Parse,
-            "unreadable refusal",
-            line.to_owned(),
-        )),
     }
 }

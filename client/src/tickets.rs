@@ -12,11 +12,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redis::aio::MultiplexedConnection;
-use redis::{RedisError, RedisResult};
+use redis::{Cmd, RedisError, RedisResult};
 
 use crate::channel::{self, Channel};
 use crate::mailbox::Loss;
 use crate::node::{Carrier, Node};
+use crate::pull;
 
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Channel>>>>;
 
@@ -34,6 +35,7 @@ pub(crate) struct Carried {
 pub(crate) struct Tickets {
     channels: Mutex<HashMap<Arc<str>, Slot>>,
     blocking_only: Mutex<HashSet<Arc<str>>>,
+    pulling: Mutex<HashSet<Arc<str>>>,
 }
 
 impl Tickets {
@@ -55,14 +57,32 @@ impl Tickets {
     }
 
     /// Whether `err` says that the node takes no ticket waits: [`Tickets::connect`] refused
-    /// it, or the server does not know `LOCK.WAIT` (or wants `TO` in a cluster).
+    /// it, or the server does not know `LOCK.WAIT` (or cannot push to a RESP2 connection).
     pub(crate) fn unsupported(err: &RedisError) -> bool {
         let detail = err.detail().unwrap_or_default().to_ascii_lowercase();
         err.to_string().contains(BLOCKING_ONLY)
             || (err.code() == Some("ERR")
                 && ((detail.starts_with("unknown command") && detail.contains("lock.wait"))
-                    || detail.contains("needs to")
                     || detail.contains("needs resp3")))
+    }
+
+    /// Whether `err` says that the node wants `TO` (a Redis Cluster node): its waits are then
+    /// pulled ([`Tickets::take_pull`]).
+    pub(crate) fn needs_to(err: &RedisError) -> bool {
+        let detail = err.detail().unwrap_or_default().to_ascii_lowercase();
+        err.code() == Some("ERR") && detail.starts_with("lock.wait") && detail.contains("needs to")
+    }
+
+    /// From now on, waits on `node` are pulled (`pull.rs`).
+    pub(crate) fn take_pull(&self, node: &Node) {
+        tracing::debug!(node = %node.addr, "the node wants TO: its waits are pulled");
+        let mut pulling = self.pulling.lock().unwrap_or_else(PoisonError::into_inner);
+        pulling.insert(node.addr.clone());
+    }
+
+    fn pulls(&self, node: &Node) -> bool {
+        let pulling = self.pulling.lock().unwrap_or_else(PoisonError::into_inner);
+        pulling.contains(&node.addr)
     }
 
     /// The wait connection to `node`, opened now if it has none that works.
@@ -75,11 +95,17 @@ impl Tickets {
             .or_default()
             .clone();
         let mut slot = slot.lock().await;
-        if let Some(channel) = slot.as_ref().filter(|c| c.lost().is_none()) {
+        let pulls = self.pulls(node);
+        let usable = |c: &&Arc<Channel>| c.lost().is_none() && c.receiver.is_some() == pulls;
+        if let Some(channel) = slot.as_ref().filter(usable) {
             return Ok(channel.clone());
         }
         *slot = None;
-        let channel = match channel::open(node).await {
+        let opened = match pulls {
+            true => pull::open(node).await,
+            false => channel::open(node).await,
+        };
+        let channel = match opened {
             Ok(channel) => channel,
             Err(err) if err.is_io_error() || err.is_connection_refusal() => return Err(err),
             Err(err) => {
@@ -111,6 +137,14 @@ impl Carrier for Tickets {
     }
 
     fn recycle(&self, _: Carried) {}
+
+    /// `LOCK.WAIT ... TO <receiver>` on a pull connection: the receiver is per node.
+    fn adapt(conn: &Carried, cmd: &Cmd) -> Option<Cmd> {
+        let receiver = conn.channel.receiver?;
+        let mut cmd = cmd.clone();
+        cmd.arg("TO").arg(receiver);
+        Some(cmd)
+    }
 
     fn failed(&self, conn: &Carried, err: &RedisError) {
         // A command without an answer: the connection may be dead, and a ticket it queued
@@ -145,7 +179,6 @@ mod tests {
     fn the_refusals_that_mean_blocking_waits_only_are_told_from_others() {
         let unsupported = [
             "ERR unknown command 'LOCK.WAIT', with args beginning with: 'k' 'o' ",
-            "ERR LOCK.WAIT in a cluster needs TO <client id> (outcomes read with LOCK.GRANTS)",
             "ERR LOCK.WAIT without TO needs RESP3 (HELLO 3)",
         ];
         for line in unsupported {
@@ -156,10 +189,15 @@ mod tests {
             "ERR TOKEN needs a value",
             "READONLY You can't write against a read only replica.",
             "ERR subscribe to __rlock__:7 first (LOCK.WAIT without TO pushes outcomes there)",
+            "ERR LOCK.WAIT in a cluster needs TO <client id> (outcomes read with LOCK.GRANTS)",
         ];
         for line in others {
             assert!(!Tickets::unsupported(&server_error(line)), "{line}");
         }
+        let cluster =
+            "ERR LOCK.WAIT in a cluster needs TO <client id> (outcomes read with LOCK.GRANTS)";
+        assert!(Tickets::needs_to(&server_error(cluster)));
+        assert!(!Tickets::needs_to(&server_error("ERR TOKEN needs a value")));
         let refused = RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY));
         assert!(Tickets::unsupported(&refused));
         assert!(!Tickets::unsupported(&broken()));

@@ -28,6 +28,7 @@ const LAYERS: Layers = &[
         &[
             &["node", "sentinel", "identity"],
             &["topology", "channel"],
+            &["pull"],
             &["router", "pool", "tickets"],
         ],
     ),
