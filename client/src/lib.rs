@@ -6,8 +6,9 @@
 //! - **Waiting without polling**: a busy lock is waited for with a ticket (`LOCK.WAIT`) whose
 //!   grant the server pushes on the client's one wait connection per server, so any number of
 //!   waits take 2 connections per server; the server hands the lock to waiters in FIFO order.
-//!   (In a Redis Cluster, and on a module without `LOCK.WAIT`, a wait is a blocking
-//!   `LOCK.ACQUIRE ... WAIT` on a connection of its own.)
+//!   (In a Redis Cluster the grants are pulled with `LOCK.GRANTS` on a second connection per
+//!   node; on a module without `LOCK.WAIT`, a wait is a blocking `LOCK.ACQUIRE ... WAIT` on
+//!   a connection of its own.)
 //! - **Cancellation safety**: dropping an `acquire` future (or a `tokio::time::timeout`
 //!   around it) never leaks a hold, even when the grant and the cancellation cross, and
 //!   never frees another's: the acquisitions of one [`Owner`] on one key take turns, so a
@@ -116,9 +117,10 @@
 //! is safe; after [`Error::MAX_REDIRECTS`] redirections in a row it fails with
 //! [`Error::TooManyRedirects`]. For each kind of command:
 //!
-//! - **Waits** run on a connection of their own to the node of the key; a redirected wait
-//!   is made again on a connection to the target. A cancelled wait is killed
-//!   (`CLIENT KILL ID`) on its own node. A wait answered `READONLY` (its node became a
+//! - **Waits** are tickets queued on the node of the key (`LOCK.WAIT ... TO`), their grants
+//!   pulled by one `LOCK.GRANTS` connection per node; a redirected wait is made again on the
+//!   target. A cancelled wait is ended with `LOCK.CANCEL` on its own node; one refused
+//!   because its slot moved queues again where the slot is. A wait answered `READONLY` (its node became a
 //!   replica) or `TRYAGAIN` reloads the slot map and queues again within its wait limit.
 //! - **The watchdog** sends one pipeline per node per round, to all nodes at once; renewals
 //!   a node redirects are sent again one by one, following the redirection.
@@ -215,9 +217,10 @@
 //!   router, the wait connections, the watchdog, the runtime, the options; closing.
 //! - Watchdog: `watchdog.rs` (the renewal task), `rounds.rs` (its round trips).
 //! - Transport: `router.rs` (the one loop that follows `MOVED` and `ASK`, and failovers,
-//!   for every command), `tickets.rs` (one wait connection per node, and the nodes that take
-//!   blocking waits only), `pool.rs` (connections for blocking waits), `channel.rs` (a wait
-//!   connection: its dispatcher and liveness probe), `topology.rs` (which node serves a
+//!   for every command), `tickets.rs` (the wait connections per node, and the nodes that
+//!   pull or take blocking waits only), `pool.rs` (connections for blocking waits),
+//!   `pull.rs` (a cluster node's wait connections: `LOCK.GRANTS` in a loop), `channel.rs` (a
+//!   push wait connection: its dispatcher and liveness probe), `topology.rs` (which node serves a
 //!   key: the seed or master, the known nodes, the slot map, and asking again after a
 //!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
 //!   a Sentinel URL's sentinels name).

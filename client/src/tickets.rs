@@ -1,12 +1,14 @@
 //! The wait connections of a client: per node, one RESP3 connection (`channel.rs`) that
-//! carries every ticket wait (`LOCK.WAIT`) of the client on that node, opened lazily at the
-//! first wait for the node and again after a loss (the server drops a closed connection's
-//! tickets, so nothing is lost by opening another).
+//! carries every ticket wait (`LOCK.WAIT`) of the client on that node and receives their
+//! outcomes by push, or, on a node that answers "needs TO" (a Redis Cluster node), a pair
+//! that pulls them (`pull.rs`: [`Tickets::take_pull`]). Opened lazily at the first wait for
+//! the node, and again after a loss (the server drops a closed connection's tickets, so
+//! nothing is lost by opening another).
 //!
 //! A node whose server cannot take tickets is marked as taking blocking waits only: one
 //! without RESP3 or without channel rights (the wait connection does not open), or one that
-//! answers the first `LOCK.WAIT` with `unknown command` (an older module) or "needs TO" (a
-//! Redis Cluster node). See [`Tickets::unsupported`].
+//! answers the first `LOCK.WAIT` with `unknown command` (an older module). See
+//! [`Tickets::unsupported`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
