@@ -1,10 +1,16 @@
 //! The cancellation-safe acquisition of a lock.
 //!
-//! Every acquisition runs in a task of its own that owns the connection and the outcome; the
-//! caller awaits a oneshot. If the caller goes away (its future dropped, a
-//! `tokio::time::timeout` elapsed), the task ends a pending `WAIT` by killing its connection
-//! (see `wait.rs`), and a grant that crossed the cancellation is released right there, so no
-//! hold leaks.
+//! Every acquisition runs in its caller's future and answers on a oneshot; if the caller
+//! goes away before the end (its future dropped, a `tokio::time::timeout` elapsed), the
+//! acquisition moves into a task of its own (`detach.rs`): there it still reads every reply
+//! on its way, cancels a pending wait (`LOCK.CANCEL` for a ticket, `ticket.rs`; killing the
+//! connection of a blocking wait, `wait.rs`), and releases a grant that crossed the
+//! cancellation, so no hold leaks. A wait costs no task unless it is cancelled.
+//!
+//! A wait is a ticket on the node's one wait connection (`tickets.rs`) wherever the server
+//! takes them; a blocking `LOCK.ACQUIRE ... WAIT` on a connection of its own otherwise (a
+//! Redis Cluster, a module without `LOCK.WAIT`, a server without RESP3), and when replicas
+//! must confirm the grant.
 //!
 //! An error does not end an acquisition at once: `recover.rs` says whether to adopt a grant
 //! whose reply was lost, to try again on a fresh connection, or to queue again elsewhere.
@@ -17,19 +23,21 @@ use tokio::time::{sleep, Instant};
 
 use crate::commands;
 use crate::core::Core;
+use crate::detach::Detached;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::options::LockOptions;
 use crate::pool::WaitConn;
 use crate::recover::{Next, Setbacks};
+use crate::ticket::Waited;
 use crate::turns::Turn;
 use crate::wait::Wait;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
 const REWAIT_PAUSE: Duration = Duration::from_millis(10);
 
-/// Acquires `key` as `owner`, waiting up to `limit` (`None`: without limit), in a task of
-/// its own: dropping this future leaks no hold.
+/// Acquires `key` as `owner`, waiting up to `limit` (`None`: without limit), in this
+/// future, or in a task of its own once it is dropped: dropping it leaks no hold.
 pub(crate) async fn acquire(
     core: &Arc<Core>,
     key: &str,
@@ -45,10 +53,10 @@ pub(crate) async fn acquire(
         options,
         reply,
     };
-    core.spawn(task.run(limit));
-    outcome
+    let running = Detached::new(core, task.run(limit), outcome);
+    running
         .await
-        .map_err(|_| Error::internal("the acquiring task ended without an answer"))?
+        .ok_or_else(|| Error::internal("the acquisition ended without an answer"))?
 }
 
 type Outcome = Result<Option<Guard>>;
@@ -57,7 +65,7 @@ type Outcome = Result<Option<Guard>>;
 /// when that was one of the client's wait connections.
 type Granted = (u64, Instant, Option<WaitConn>);
 
-/// One acquisition, run in its own task.
+/// One acquisition, run in its caller's future (or in a task once that is dropped).
 struct Acquisition {
     core: Arc<Core>,
     key: String,
@@ -154,17 +162,19 @@ impl Acquisition {
         let waiting = wait_of(&self.core, &self.key, &self.owner, &self.options, deadline);
         loop {
             turn.set_queued(true);
-            let waited = waiting.run(&mut self.reply).await;
+            let waited = wait_once(&waiting, &self.options, &mut self.reply).await;
             turn.set_queued(false);
             if matches!(waited, Err(Error::Unresponsive { .. })) {
                 setbacks.wait_abandoned();
             }
             match waited? {
                 Some((token, conn)) => match waiting.renew(token).await? {
-                    Some(at) => return Ok(Some((token, at, Some(conn)))),
+                    Some(at) => return Ok(Some((token, at, conn))),
                     None => {
                         tracing::debug!(key = %self.key, "a handed-over lock was gone at once; waiting again");
-                        self.core.give_back(conn);
+                        if let Some(conn) = conn {
+                            self.core.give_back(conn);
+                        }
                     }
                 },
                 // The server ends an unlimited wait only by a handoff; should one end
@@ -223,4 +233,23 @@ fn wait_of<'a>(
         lease_ms: options.lease_ms(),
         deadline,
     }
+}
+
+/// One wait: a ticket (`ticket.rs`), or a blocking `LOCK.ACQUIRE ... WAIT` on a connection
+/// of its own (`wait.rs`) where the node takes no tickets, or when replicas must confirm the
+/// grant (`WAIT` must run on the connection that wrote it).
+async fn wait_once(
+    waiting: &Wait<'_>,
+    options: &LockOptions,
+    reply: &mut oneshot::Sender<Outcome>,
+) -> Result<Option<(u64, Option<WaitConn>)>> {
+    if options.required_replicas().is_none() {
+        match waiting.ticket(reply).await? {
+            Waited::Granted(token) => return Ok(Some((token, None))),
+            Waited::Ended => return Ok(None),
+            Waited::Unsupported | Waited::Pulled => {}
+        }
+    }
+    let waited = waiting.run(reply).await?;
+    Ok(waited.map(|(token, conn)| (token, Some(conn))))
 }

@@ -21,6 +21,31 @@ pub(crate) fn acquire_waiting(key: &str, owner: &str, lease_ms: u64, wait_ms: u6
     cmd
 }
 
+/// `LOCK.WAIT key owner LEASE ms WAIT ms`: acquires at once (`held <token>`) or queues a
+/// ticket (`queued <wait id>`) whose outcome comes as a message to the calling connection
+/// (`wait_ms` 0: no limit).
+pub(crate) fn wait_ticket(key: &str, owner: &str, lease_ms: u64, wait_ms: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.WAIT");
+    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+    cmd.arg("WAIT").arg(wait_ms);
+    cmd
+}
+
+/// `LOCK.CANCEL key wait-id`: ends a queued ticket (0), answers an undelivered grant's
+/// token, or nil when the outcome went out already.
+pub(crate) fn cancel(key: &str, wait_id: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.CANCEL");
+    cmd.arg(key).arg(wait_id);
+    cmd
+}
+
+/// `LOCK.GRANTS BLOCK ms`: the outcomes mailed to this connection, waiting up to `ms` for one.
+pub(crate) fn grants(block_ms: u64) -> Cmd {
+    let mut cmd = cmd("LOCK.GRANTS");
+    cmd.arg("BLOCK").arg(block_ms);
+    cmd
+}
+
 /// `LOCK.RELEASE key owner TOKEN t`: acts only on the holding with token `t`, so a late
 /// release cannot free a newer holding of the same owner.
 pub(crate) fn release(key: &str, owner: &str, token: u64) -> Cmd {
@@ -167,6 +192,12 @@ mod tests {
             words(&renew("k", "o", 2, 9)),
             ["LOCK.RENEW", "k", "o", "LEASE", "2", "TOKEN", "9"]
         );
+        assert_eq!(
+            words(&wait_ticket("k", "o", 300, 0)),
+            ["LOCK.WAIT", "k", "o", "LEASE", "300", "WAIT", "0"]
+        );
+        assert_eq!(words(&cancel("k", 7)), ["LOCK.CANCEL", "k", "7"]);
+        assert_eq!(words(&grants(5)), ["LOCK.GRANTS", "BLOCK", "5"]);
         assert_eq!(words(&info("k")), ["LOCK.INFO", "k"]);
         assert_eq!(words(&force_release("k")), ["LOCK.FORCERELEASE", "k"]);
     }

@@ -1,6 +1,7 @@
 //! What every handle of one client shares: its id and owner numbering, the router (the
-//! nodes, their shared connections, the slot map), the pool of wait connections, the
-//! watchdog and its registry of holdings, and the runtime that runs background work.
+//! nodes, their shared connections, the slot map), the wait connections (one per node for
+//! ticket waits, a pool for blocking ones), the watchdog and its registry of holdings, and
+//! the runtime that runs background work.
 //!
 //! Guards and acquisitions hold an `Arc<Core>`; the public `Client` is a handle on one. The
 //! methods here are the seams they need, so nothing above reaches into the parts.
@@ -23,6 +24,7 @@ use crate::pool::{WaitConn, WaitPool};
 use crate::registry::{Grant, Holding};
 use crate::router::{Router, Sent};
 use crate::sentinel::Sentinels;
+use crate::tickets::{Carried, Tickets};
 use crate::turns::{Turn, Turns};
 use crate::watchdog::{Watchdog, WatchdogStats};
 
@@ -32,6 +34,7 @@ pub(crate) struct Core {
     next_owner: AtomicU64,
     router: Arc<Router>,
     waits: WaitPool,
+    tickets: Tickets,
     watchdog: Watchdog,
     runtime: Handle,
     options: ClientOptions,
@@ -66,6 +69,7 @@ impl Core {
             next_owner: AtomicU64::new(1),
             watchdog: Watchdog::start(router.clone(), &runtime, options.margin_duration()),
             waits: WaitPool::default(),
+            tickets: Tickets::default(),
             router,
             runtime,
             options,
@@ -143,6 +147,28 @@ impl Core {
         C: std::borrow::Borrow<Cmd>,
     {
         self.router.follow(key, &self.waits, make, interrupt).await
+    }
+
+    /// The command `make` builds, on `key`, over the wait connection of the node that serves
+    /// it (`tickets.rs`), unless `interrupt` comes first (see [`Router::follow`]).
+    pub(crate) async fn send_ticket<T, C, I>(
+        &self,
+        key: &str,
+        make: impl FnMut() -> C,
+        interrupt: impl Future<Output = I>,
+    ) -> RedisResult<Sent<T, Carried, I>>
+    where
+        T: FromRedisValue,
+        C: std::borrow::Borrow<Cmd>,
+    {
+        self.router
+            .follow(key, &self.tickets, make, interrupt)
+            .await
+    }
+
+    /// The client's wait connections.
+    pub(crate) fn tickets(&self) -> &Tickets {
+        &self.tickets
     }
 
     /// Gives back a wait connection whose last command was answered (never a killed one).

@@ -3,8 +3,12 @@
 //!
 //! What it does for you, the way Redisson's `RLock` does and then some:
 //!
-//! - **Waiting without polling**: a busy lock is waited for with `LOCK.ACQUIRE ... WAIT` on a
-//!   connection of its own; the server hands the lock to waiters in FIFO order.
+//! - **Waiting without polling**: a busy lock is waited for with a ticket (`LOCK.WAIT`) whose
+//!   grant the server pushes on the client's one wait connection per server, so any number of
+//!   waits take 2 connections per server; the server hands the lock to waiters in FIFO order.
+//!   (In a Redis Cluster the grants are pulled with `LOCK.GRANTS` on a second connection per
+//!   node; on a module without `LOCK.WAIT`, a wait is a blocking `LOCK.ACQUIRE ... WAIT` on
+//!   a connection of its own.)
 //! - **Cancellation safety**: dropping an `acquire` future (or a `tokio::time::timeout`
 //!   around it) never leaks a hold, even when the grant and the cancellation cross, and
 //!   never frees another's: the acquisitions of one [`Owner`] on one key take turns, so a
@@ -113,9 +117,10 @@
 //! is safe; after [`Error::MAX_REDIRECTS`] redirections in a row it fails with
 //! [`Error::TooManyRedirects`]. For each kind of command:
 //!
-//! - **Waits** run on a connection of their own to the node of the key; a redirected wait
-//!   is made again on a connection to the target. A cancelled wait is killed
-//!   (`CLIENT KILL ID`) on its own node. A wait answered `READONLY` (its node became a
+//! - **Waits** are tickets queued on the node of the key (`LOCK.WAIT ... TO`), their grants
+//!   pulled by one `LOCK.GRANTS` connection per node; a redirected wait is made again on the
+//!   target. A cancelled wait is ended with `LOCK.CANCEL` on its own node; one refused
+//!   because its slot moved queues again where the slot is. A wait answered `READONLY` (its node became a
 //!   replica) or `TRYAGAIN` reloads the slot map and queues again within its wait limit.
 //! - **The watchdog** sends one pipeline per node per round, to all nodes at once; renewals
 //!   a node redirects are sent again one by one, following the redirection.
@@ -163,12 +168,19 @@
 //!   `LOCK.INFO` and adopted; if that check fails too, the hold ends with its lease. (A
 //!   waiter's grant whose reply had not left the server when its connection closed is taken
 //!   back by the server.)
-//! - A cancelled wait is ended with `CLIENT KILL ID` on its connection (the server does not
-//!   let `CLIENT UNBLOCK` end a wait). Without the ACL right to `CLIENT KILL`, the client can
-//!   only close its end, and the server drops the waiter when it notices the close.
-//! - A wait whose reply has not come [`ClientOptions::wait_grace`] after its deadline, or
-//!   whose server stops answering the `PING` sent every [`ClientOptions::keepalive`], is
-//!   abandoned as a cancelled one is, and fails with [`Error::Unresponsive`].
+//! - A cancelled ticket wait is ended with `LOCK.CANCEL` (a grant that crossed it is
+//!   released). A cancelled blocking wait (a cluster, an older module) is ended with
+//!   `CLIENT KILL ID` on its connection (the server does not let `CLIENT UNBLOCK` end a
+//!   wait); without the ACL right to `CLIENT KILL`, the client can only close its end, and
+//!   the server drops the waiter when it notices the close.
+//! - A wait whose outcome has not come [`ClientOptions::wait_grace`] after its deadline is
+//!   cancelled and fails with [`Error::Unresponsive`]; so do all the waits of a wait
+//!   connection that stops answering the `PING` sent on it every
+//!   [`ClientOptions::keepalive`] (one per connection, not per wait). A wait connection
+//!   that closes fails its waits at once, and they queue again on a new one (the server
+//!   drops a closed connection's tickets, so they queue at the end).
+//! - Ticket waits need RESP3 and `SUBSCRIBE` rights on `__rlock__:*`; without them, waits
+//!   are blocking ones.
 //! - The deadline is measured with [`std::time::Instant`], which stops while the machine is
 //!   suspended; the server's lease does not.
 //! - [`LockOptions::min_replicas`] confirms a grant on replicas with Redis's `WAIT`;
@@ -194,20 +206,26 @@
 //!   `election.rs` (how a RedLock's contenders reach a majority); below them `members.rs`
 //!   (the guards of one holding over several locks).
 //! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
-//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition task),
+//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition, run in the
+//!   caller's future, and by `detach.rs` in a task once the caller drops it),
 //!   `recover.rs` (after an error: adopt a grant whose reply was lost, retry on a fresh
-//!   connection, queue again), `wait.rs` (waiting on a connection of its own, and abandoning
-//!   a wait), `replicas.rs` (confirming a grant, [`LockOptions::min_replicas`]), `guard.rs`
+//!   connection, queue again), `ticket.rs` (a wait as a ticket on the wait connection, and
+//!   its cancel), `wait.rs` (a blocking wait on a connection of its own, and abandoning it),
+//!   `replicas.rs` (confirming a grant, [`LockOptions::min_replicas`]), `guard.rs`
 //!   ([`Guard`]: token, deadline, loss signal, release and drop).
 //! - Core: `core.rs`, what all handles of one client share: its id and owner ids, the
 //!   router, the wait connections, the watchdog, the runtime, the options; closing.
 //! - Watchdog: `watchdog.rs` (the renewal task), `rounds.rs` (its round trips).
 //! - Transport: `router.rs` (the one loop that follows `MOVED` and `ASK`, and failovers,
-//!   for every command), `pool.rs` (wait connections), `topology.rs` (which node serves a
+//!   for every command), `tickets.rs` (the wait connections per node, and the nodes that
+//!   pull or take blocking waits only), `pool.rs` (connections for blocking waits),
+//!   `pull.rs` (a cluster node's wait connections: `LOCK.GRANTS` in a loop), `channel.rs` (a
+//!   push wait connection: its dispatcher and liveness probe), `topology.rs` (which node serves a
 //!   key: the seed or master, the known nodes, the slot map, and asking again after a
 //!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
 //!   a Sentinel URL's sentinels name).
-//! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses); below it
+//! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses) and `mailbox.rs`
+//!   (a wait connection's outcomes by wait id); below them
 //!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
 //!   at a time per key and owner), `per_thread.rs` (the [`blocking`] API's runtime and
 //!   per-thread owner ids); below them `pair.rs` (a key and owner as a map key),
@@ -221,10 +239,12 @@
 mod acquire;
 mod attempt;
 pub mod blocking;
+mod channel;
 mod client;
 mod commands;
 mod config;
 mod core;
+mod detach;
 mod election;
 mod error;
 mod guard;
@@ -233,6 +253,7 @@ mod identity;
 mod info;
 mod keeper;
 mod lock;
+mod mailbox;
 mod members;
 mod multi;
 mod node;
@@ -240,6 +261,7 @@ mod options;
 mod pair;
 mod per_thread;
 mod pool;
+mod pull;
 mod quorum;
 mod recover;
 mod redlock;
@@ -252,6 +274,8 @@ mod router;
 mod sentinel;
 mod signal;
 mod slots;
+mod ticket;
+mod tickets;
 mod topology;
 mod turns;
 mod wait;

@@ -15,7 +15,9 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{ConnectionAddr, ConnectionInfo, FromRedisValue, Pipeline, RedisError, RedisResult};
+use redis::{
+    Cmd, ConnectionAddr, ConnectionInfo, FromRedisValue, Pipeline, RedisError, RedisResult,
+};
 use tokio::sync::Mutex;
 
 use crate::config::ClientOptions;
@@ -217,6 +219,11 @@ pub(crate) trait Carrier {
 
     /// Tells the carrier that `conn` answered `err`.
     fn failed(&self, _conn: &Self::Conn, _err: &RedisError) {}
+
+    /// The command to send on `conn` instead of `cmd`, if the connection changes it.
+    fn adapt(_conn: &Self::Conn, _cmd: &Cmd) -> Option<Cmd> {
+        None
+    }
 }
 
 /// Each node's shared multiplexed connection.

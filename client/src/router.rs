@@ -178,9 +178,11 @@ impl Router {
                 Err(err) => return Err(err),
             };
             let cmd = make();
+            let adapted = K::adapt(&conn, cmd.borrow());
+            let cmd = adapted.as_ref().unwrap_or(cmd.borrow());
             let answer = tokio::select! {
                 biased;
-                answer = route.send(K::link(&mut conn), cmd.borrow()) => answer,
+                answer = route.send(K::link(&mut conn), cmd) => answer,
                 stop = &mut interrupt => return Ok(Sent::Interrupted(stop, conn)),
             };
             if self.redirect(&mut route, &answer) {

@@ -130,7 +130,7 @@ async fn a_waiter_gets_the_lock_with_a_higher_token_when_it_is_released() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiting_happens_on_a_connection_of_its_own() {
+async fn waiting_happens_on_the_wait_connection_as_a_ticket() {
     let server = Server::start();
     let client = server.client().await;
     let held = client.lock("own-conn").acquire().await.unwrap();
@@ -138,9 +138,11 @@ async fn waiting_happens_on_a_connection_of_its_own() {
     let waiter = tokio::spawn(async move { lock.acquire().await });
     assert!(eventually(SECOND, || server.info("own-conn").unwrap().waiters == 1).await);
     let clients: String = server.cmd(&["CLIENT", "LIST"]);
-    let blocked: Vec<_> = clients.lines().filter(|l| l.contains("flags=b")).collect();
-    assert_eq!(blocked.len(), 1, "{clients}");
-    assert!(blocked[0].contains("cmd=lock.acquire"), "{clients}");
+    assert!(!clients.contains("flags=b"), "a blocked waiter:\n{clients}");
+    let waiting: Vec<_> = clients.lines().filter(|l| l.contains(" sub=1 ")).collect();
+    assert_eq!(waiting.len(), 1, "{clients}");
+    assert!(waiting[0].contains("cmd=lock.wait"), "{clients}");
+    assert!(waiting[0].contains("resp=3"), "{clients}");
     // Everything else still flows over the shared connection meanwhile.
     let other = client.lock("other").acquire().await.unwrap();
     other.release().await.unwrap();
@@ -205,12 +207,12 @@ async fn a_client_unblock_does_not_end_a_wait() {
     let waiter = tokio::spawn(async move { lock.acquire().await });
     assert!(eventually(SECOND, || server.info("patient").unwrap().waiters == 1).await);
     let clients: String = server.cmd(&["CLIENT", "LIST"]);
-    let blocked = clients
+    let waiting = clients
         .lines()
-        .find(|l| l.contains("flags=b"))
-        .expect("a blocked waiter");
-    let id = blocked.split(' ').next().unwrap().trim_start_matches("id=");
-    // The server answers 0 and the wait goes on (only closing the connection ends it).
+        .find(|l| l.contains(" sub=1 "))
+        .expect("the wait connection");
+    let id = waiting.split(' ').next().unwrap().trim_start_matches("id=");
+    // A ticket is not a blocked client: the server answers 0 and the wait goes on.
     assert_eq!(server.cmd::<i64>(&["CLIENT", "UNBLOCK", id]), 0);
     assert_eq!(server.cmd::<i64>(&["CLIENT", "UNBLOCK", id, "ERROR"]), 0);
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -20,15 +20,16 @@ const LAYERS: Layers = &[
                 "options", "config", "slots", "info", "commands", "holding", "quorum", "pair",
             ],
             &["releasing", "turns", "per_thread"],
-            &["registry"],
+            &["registry", "mailbox"],
         ],
     ),
     (
         "transport",
         &[
             &["node", "sentinel", "identity"],
-            &["topology"],
-            &["router", "pool"],
+            &["topology", "channel"],
+            &["pull"],
+            &["router", "pool", "tickets"],
         ],
     ),
     ("watchdog", &[&["rounds"], &["watchdog"]]),
@@ -36,9 +37,9 @@ const LAYERS: Layers = &[
     (
         "guard and acquisition",
         &[
-            &["guard"],
+            &["guard", "detach"],
             &["wait", "replicas"],
-            &["recover"],
+            &["recover", "ticket"],
             &["acquire"],
         ],
     ),

@@ -145,7 +145,8 @@ async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
     let lost = tokio::spawn(async move { (lost.lost().await, Instant::now()) });
 
     // Sentinel promotes a replica (which has the lock), and later demotes the old master:
-    // Redis ends the wait there with UNBLOCKED and the waiter queues on the new master.
+    // the module refuses the wait's ticket there (`<id> -READONLY`, pushed) and the waiter
+    // queues again on the new master.
     let _: String = redis::cmd("SENTINEL")
         .arg("FAILOVER")
         .arg(support::sentinel::MASTER_NAME)
@@ -161,7 +162,10 @@ async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
         .expect("held on the new master");
     assert_eq!(info.owner, guard.owner());
     assert!(guard.token() > held.token());
-    assert!(deployment.servers[old].errors("UNBLOCKED") >= 1);
+    assert!(
+        deployment.servers[old].calls("lock.wait") >= 1,
+        "no ticket on the old master"
+    );
     // The fenced old master stopped renewing the holder's lock, which it knew to be lost
     // before the waiter got it.
     let (reason, lost_at) = lost.await.expect("no panic");

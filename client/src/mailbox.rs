@@ -1,0 +1,202 @@
+//! The outcomes of one wait connection's tickets (`LOCK.WAIT`), by wait id: who awaits which
+//! one, and what to do with the outcomes nobody awaits. Pure bookkeeping, no I/O: the
+//! connection's dispatcher (`tickets.rs`) routes each grant message through it, and each wait
+//! (`ticket.rs`) claims its own.
+//!
+//! Races it settles, each under the one lock of the mailbox:
+//!
+//! - **A message before its claim.** The server answers `LOCK.WAIT` with the wait id, and a
+//!   grant can follow on the connection at once; the dispatcher may route it before the
+//!   caller, which learns the id from the reply, claims it. Such an outcome is kept until
+//!   it is claimed ([`Mailbox::claim`] returns it at once).
+//! - **A cancel against a message.** A wait that is given up leaves the map first
+//!   ([`Mailbox::forsake`]): if it was still there, no outcome reached it, and its id is
+//!   remembered as cancelled with its key and owner, so that a grant that comes for it
+//!   anyway is handed back for release ([`Mailbox::route`]). If it was not there, the
+//!   outcome is already in the wait's oneshot, and the wait reads it from there.
+//! - **A lost connection.** Every wait it carries gets [`Outcome::Lost`] at once, and so
+//!   does every later claim: the server drops a closed connection's tickets.
+
+use std::collections::HashMap;
+
+use redis::{RedisError, Value};
+use tokio::sync::oneshot;
+
+/// How one ticket ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The lock is the waiter's owner's, with this token.
+    Granted(u64),
+    /// The wait's `WAIT` ran out.
+    TimedOut,
+    /// The server refused the wait (the error line, without its `-`): queue again elsewhere.
+    Refused(String),
+    /// The connection that would carry the outcome is gone.
+    Lost(Loss),
+}
+
+/// Why a wait connection was given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loss {
+    /// It closed (the server restarted, `CLIENT KILL`, a network error).
+    Broken,
+    /// It stopped answering its liveness probe.
+    Unresponsive,
+}
+
+/// A claim on a wait id.
+pub(crate) enum Claim {
+    /// The outcome, when it comes.
+    Waiting(oneshot::Receiver<Outcome>),
+    /// It came already.
+    Ended(Outcome),
+}
+
+/// A grant that came for a cancelled wait: its lock is to be released.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Orphan {
+    pub(crate) key: String,
+    pub(crate) owner: String,
+    pub(crate) token: u64,
+}
+
+/// The tickets of one wait connection.
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    waits: HashMap<u64, oneshot::Sender<Outcome>>,
+    early: HashMap<u64, Outcome>,
+    cancelled: HashMap<u64, (String, String)>,
+    lost: Option<Loss>,
+}
+
+impl Mailbox {
+    /// Claims the outcome of wait `id`.
+    pub(crate) fn claim(&mut self, id: u64) -> Claim {
+        if let Some(outcome) = self.early.remove(&id) {
+            return Claim::Ended(outcome);
+        }
+        if let Some(loss) = self.lost {
+            return Claim::Ended(Outcome::Lost(loss));
+        }
+        let (sender, receiver) = oneshot::channel();
+        self.waits.insert(id, sender);
+        Claim::Waiting(receiver)
+    }
+
+    /// Routes the outcome of wait `id`; a grant for a cancelled wait comes back to release.
+    pub(crate) fn route(&mut self, id: u64, outcome: Outcome) -> Option<Orphan> {
+        if let Some(waiter) = self.waits.remove(&id) {
+            // The receiver lives until its wait left the map (see `forsake`): this send
+            // fails only if a wait was dropped without leaving it, which nothing does.
+            if let Err(Outcome::Granted(token)) = waiter.send(outcome) {
+                tracing::warn!(id, token, "a grant for a wait that went away unannounced");
+            }
+            return None;
+        }
+        if let Some((key, owner)) = self.cancelled.remove(&id) {
+            return match outcome {
+                Outcome::Granted(token) => Some(Orphan { key, owner, token }),
+                _ => None,
+            };
+        }
+        self.early.insert(id, outcome);
+        None
+    }
+
+    /// Takes wait `id` out of the map, remembering it as cancelled (for `key` by `owner`)
+    /// if no outcome reached it yet; true if so. False: its outcome is in its oneshot.
+    pub(crate) fn forsake(&mut self, id: u64, key: &str, owner: &str) -> bool {
+        if self.waits.remove(&id).is_none() {
+            return false;
+        }
+        if self.lost.is_none() {
+            self.cancelled
+                .insert(id, (key.to_owned(), owner.to_owned()));
+        }
+        true
+    }
+
+    /// Forgets a cancelled wait whose cancel the server answered (no outcome will come).
+    pub(crate) fn settled(&mut self, id: u64) {
+        self.cancelled.remove(&id);
+    }
+
+    /// Whether waits or cancels are pending on the connection (it is then probed).
+    pub(crate) fn carries_waits(&self) -> bool {
+        !self.waits.is_empty() || !self.cancelled.is_empty()
+    }
+
+    /// Whether the connection was given up.
+    pub(crate) fn lost(&self) -> Option<Loss> {
+        self.lost
+    }
+
+    /// Gives the connection up: every wait it carries ends with `loss`, now and later.
+    pub(crate) fn fail(&mut self, loss: Loss) {
+        self.lost.get_or_insert(loss);
+        for (_, waiter) in self.waits.drain() {
+            drop(waiter.send(Outcome::Lost(loss)));
+        }
+        // The server drops a closed connection's tickets; a grant already pushed on it
+        // ends with its lease.
+        self.cancelled.clear();
+        self.early.clear();
+    }
+}
+
+/// Parses a grant message's payload, `<wait id> <outcome>`: a token, `0` (timed out) or
+/// `-<error line>`. `None` for anything else.
+pub(crate) fn parse(payload: &[u8]) -> Option<(u64, Outcome)> {
+    let text = std::str::from_utf8(payload).ok()?;
+    let (id, outcome) = text.split_once(' ')?;
+    let id = id.parse().ok()?;
+    let outcome = match outcome.strip_prefix('-') {
+        Some(line) => Outcome::Refused(line.to_owned()),
+        None => match outcome.parse().ok()? {
+            0 => Outcome::TimedOut,
+            token => Outcome::Granted(token),
+        },
+    };
+    Some((id, outcome))
+}
+
+/// The `[tag, number]` reply of `LOCK.WAIT`.
+pub(crate) fn read_reply(reply: &Value) -> Option<(&str, u64)> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let tag = match items.first()? {
+        Value::SimpleString(tag) => tag.as_str(),
+        Value::BulkString(tag) => std::str::from_utf8(tag).ok()?,
+        _ => return None,
+    };
+    let number = match items.get(1)? {
+        Value::Int(n) => u64::try_from(*n).ok()?,
+        Value::BulkString(n) => std::str::from_utf8(n).ok()?.parse().ok()?,
+        _ => return None,
+    };
+    Some((tag, number))
+}
+
+/// Whether `err` says that the wait connection is not subscribed to its channel.
+pub(crate) fn unsubscribed(err: &RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default();
+    detail.starts_with("subscribe to __rlock__:")
+}
+
+/// The error a grant message's `-<error line>` stands for.
+pub(crate) fn server_error(line: &str) -> RedisError {
+    let text = format!("-{line}\r\n");
+    match redis::parse_redis_value(text.as_bytes()) {
+        Ok(Value::ServerError(err)) => err.into(),
+        _ => RedisError::from((
+            redis::ErrorKind::Parse,
+            "unreadable refusal",
+            line.to_owned(),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "mailbox_tests.rs"]
+mod tests;

@@ -1,0 +1,81 @@
+use super::*;
+
+fn waiting(claim: Claim) -> oneshot::Receiver<Outcome> {
+    match claim {
+        Claim::Waiting(receiver) => receiver,
+        Claim::Ended(outcome) => panic!("ended already: {outcome:?}"),
+    }
+}
+
+#[test]
+fn payloads_parse_to_outcomes() {
+    assert_eq!(parse(b"7 42"), Some((7, Outcome::Granted(42))));
+    assert_eq!(parse(b"7 0"), Some((7, Outcome::TimedOut)));
+    let refused = Outcome::Refused("READONLY You can't write against a read only replica.".into());
+    let line = b"9 -READONLY You can't write against a read only replica.";
+    assert_eq!(parse(line), Some((9, refused)));
+    for bad in [&b"7"[..], b"x 1", b"7 x", b"", b"7  1", b"\xff 1"] {
+        assert_eq!(parse(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn an_outcome_before_its_claim_is_kept_until_claimed() {
+    let mut mailbox = Mailbox::default();
+    assert_eq!(mailbox.route(3, Outcome::Granted(11)), None);
+    match mailbox.claim(3) {
+        Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(11)),
+        Claim::Waiting(_) => panic!("the early outcome was not kept"),
+    }
+    assert!(!mailbox.carries_waits());
+}
+
+#[test]
+fn a_claimed_wait_gets_its_outcome() {
+    let mut mailbox = Mailbox::default();
+    let mut receiver = waiting(mailbox.claim(5));
+    assert!(mailbox.carries_waits());
+    assert_eq!(mailbox.route(5, Outcome::TimedOut), None);
+    assert_eq!(receiver.try_recv(), Ok(Outcome::TimedOut));
+    assert!(
+        !mailbox.forsake(5, "k", "o"),
+        "delivered: nothing to cancel"
+    );
+}
+
+#[test]
+fn a_grant_for_a_cancelled_wait_comes_back_for_release() {
+    let mut mailbox = Mailbox::default();
+    let _receiver = waiting(mailbox.claim(8));
+    assert!(mailbox.forsake(8, "k", "o"));
+    assert!(mailbox.carries_waits(), "the cancel is pending");
+    let orphan = mailbox.route(8, Outcome::Granted(99));
+    let expected = Orphan {
+        key: "k".into(),
+        owner: "o".into(),
+        token: 99,
+    };
+    assert_eq!(orphan, Some(expected));
+    assert!(!mailbox.carries_waits());
+    // A cancel the server answered leaves nothing behind either.
+    let _receiver = waiting(mailbox.claim(9));
+    assert!(mailbox.forsake(9, "k", "o"));
+    mailbox.settled(9);
+    assert!(!mailbox.carries_waits());
+}
+
+#[test]
+fn a_lost_connection_ends_every_wait_now_and_later() {
+    let mut mailbox = Mailbox::default();
+    let mut first = waiting(mailbox.claim(1));
+    let mut second = waiting(mailbox.claim(2));
+    mailbox.fail(Loss::Broken);
+    mailbox.fail(Loss::Unresponsive);
+    assert_eq!(first.try_recv(), Ok(Outcome::Lost(Loss::Broken)));
+    assert_eq!(second.try_recv(), Ok(Outcome::Lost(Loss::Broken)));
+    match mailbox.claim(3) {
+        Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Lost(Loss::Broken)),
+        Claim::Waiting(_) => panic!("a claim on a lost connection waits"),
+    }
+    assert_eq!(mailbox.lost(), Some(Loss::Broken));
+}
