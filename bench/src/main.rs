@@ -10,21 +10,28 @@
 //! `watchdog.rs`); `side.rs` holds both sides' commands and the baseline's scripts,
 //! `redisson.rs` its way of waiting; `redlock.rs` scenario 7 (the client crate's RedLock over
 //! three servers against its one-server lock); `fenced.rs` scenario 8 (a fenced write against
-//! a plain one); `server.rs` the server and its statistics;
+//! a plain one); `waiting.rs` scenario 9 (waiting at scale: `waits.rs` many waits held by
+//! one client process, `handoffs.rs` contended handoffs, `resp3.rs` the tickets' raw RESP3
+//! connection); `server.rs` the server and its statistics;
 //! `report.rs` the table.
 
 mod clock;
 mod contended;
 mod crash;
 mod fenced;
+mod handoffs;
 mod redisson;
 mod redlock;
 mod report;
+mod resp3;
 mod rows;
 mod server;
 mod side;
 mod suite;
 mod uncontended;
+mod waiting;
+mod waiting_table;
+mod waits;
 mod watchdog;
 
 use std::path::PathBuf;
@@ -35,7 +42,8 @@ const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench load PORT lua|rlock|plain DEPTH SECONDS   (scenario 1 alone, against a running server)
        rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)
        rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
-       rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)";
+       rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)
+       rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,6 +53,8 @@ fn main() -> ExitCode {
         Some("contend") => contend(&args[1..]),
         Some("redlock") => redlock_alone(&args[1..]),
         Some("fenced") => fenced_alone(&args[1..]),
+        Some("waiting") => waiting_alone(&args[1..]),
+        Some("waits") => waits::process_main(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -132,6 +142,29 @@ fn fenced_alone(args: &[String]) -> Result<(), String> {
     let runs = fenced::run(server.port(), Duration::from_secs_f64(seconds));
     let mut table = String::new();
     fenced::table(&mut table, &runs);
+    println!("{table}");
+    Ok(())
+}
+
+/// `waiting WAITS SECONDS`: scenario 9 alone, on a server started here, with the Lua
+/// baseline's contended cost and the uncontended pair measured for SECONDS each to compare
+/// with; SECONDS is also each contended slice's length.
+fn waiting_alone(args: &[String]) -> Result<(), String> {
+    let [waits, seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let waits: usize = waits.parse().map_err(|_| USAGE.to_owned())?;
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let duration = Duration::from_secs_f64(seconds);
+    let server = server::BenchServer::start(&module()?)?;
+    let port = server.port();
+    let scripts = side::Scripts::load(&mut server.conn()).map_err(|e| e.to_string())?;
+    let pair = uncontended::run(port, &scripts, side::Side::Rlock, 1, duration);
+    let lua = contended::in_process(port, side::Side::Lua, duration);
+    let others = suite::others(&pair, &lua);
+    let measured = waiting::run(port, waits, duration);
+    let mut table = String::new();
+    waiting::table(&mut table, &measured, &others);
     println!("{table}");
     Ok(())
 }

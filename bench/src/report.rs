@@ -44,11 +44,14 @@ pub fn render(r: &Results) -> String {
     }
     redlock_table(&mut out, &r.redlock);
     crate::fenced::table(&mut out, &r.fenced);
-    let missed: Vec<String> = rows
+    let others = crate::suite::others(&r.uncontended[0].1[1], &r.contended[0]);
+    let waiting_missed = crate::waiting::table(&mut out, &r.waiting, &others);
+    let mut missed: Vec<String> = rows
         .iter()
         .filter(|x| x.pass == Some(false))
         .map(|x| format!("{}: {} (target {})", x.scenario, x.metric, x.target))
         .collect();
+    missed.extend(waiting_missed);
     let _ = writeln!(
         out,
         "\nTargets missed: {}.",

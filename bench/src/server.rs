@@ -39,7 +39,7 @@ impl BenchServer {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--maxclients", "4000"])
+            .args(["--save", "", "--appendonly", "no", "--maxclients", "12000"])
             .arg("--dir")
             .arg(&dir)
             .arg("--loadmodule")

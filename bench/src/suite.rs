@@ -9,6 +9,7 @@ use crate::redlock;
 use crate::server::{info, BenchServer};
 use crate::side::{Scripts, Side};
 use crate::uncontended;
+use crate::waiting::{self, Others, Waiting};
 use crate::watchdog::{self, Renewals};
 
 /// How much to run.
@@ -20,6 +21,8 @@ pub struct Plan {
     pub watchdog_locks: usize,
     pub watchdog_rounds: usize,
     pub memory_waiters: usize,
+    /// Scenario 9: waits held by one client process.
+    pub waits: usize,
 }
 
 impl Plan {
@@ -30,6 +33,7 @@ impl Plan {
             watchdog_locks: 10_000,
             watchdog_rounds: 20,
             memory_waiters: 1000,
+            waits: 10_000,
         }
     }
 
@@ -40,6 +44,7 @@ impl Plan {
             watchdog_locks: 2000,
             watchdog_rounds: 5,
             memory_waiters: 100,
+            waits: 2000,
         }
     }
 }
@@ -64,6 +69,8 @@ pub struct Results {
     pub redlock: Result<[redlock::Run; 2], String>,
     /// Scenario 8: plain `HSET`, then `LOCK.FENCED ... HSET`.
     pub fenced: [fenced::Run; 2],
+    /// Scenario 9: waiting at scale (or why it could not run).
+    pub waiting: Result<Waiting, String>,
 }
 
 const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
@@ -121,6 +128,8 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let redlock = redlock::run(&[server, &others[0], &others[1]], plan.duration);
     eprintln!("scenario 8: a fenced write against a plain one");
     let fenced = fenced::run(port, plan.duration);
+    eprintln!("scenario 9: waiting at scale");
+    let waiting = waiting::run(port, plan.waits, plan.duration / 3);
     Results {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         redis_version: info(&mut con, &["server"])
@@ -136,6 +145,20 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         cpu,
         redlock,
         fenced,
+        waiting,
+    }
+}
+
+/// What scenario 9 compares with: the Lua baseline's contended acquisition (scenario 2) and
+/// rlock's uncontended pair without pipelining (scenario 1).
+pub fn others(pair: &uncontended::Run, lua: &contended::Run) -> Others {
+    let n = lua.acquisitions.max(1) as f64;
+    Others {
+        lua: (
+            lua.server.usec_of(Side::Lua.top_level_commands()) as f64 / n,
+            1e6 * lua.server.cpu_s / n,
+        ),
+        pair: (pair.server_us_per_pair(), pair.cpu_ms_per_1000()),
     }
 }
 
