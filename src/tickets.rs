@@ -278,15 +278,23 @@ pub fn any_receiver() -> bool {
     with(|t| !t.receivers.is_empty())
 }
 
-/// (queued tickets, an estimate of the bytes of these tables).
+/// (queued tickets, an estimate of the bytes of these tables): each hash table's buckets
+/// (a power of two, 8/7 of its capacity and more) with a control byte each, and the
+/// mailboxes' capacities.
 pub fn gauges() -> (usize, usize) {
+    let buckets = |capacity: usize| match capacity {
+        0 => 0,
+        c => (c * 8 / 7).next_power_of_two(),
+    };
     with(|t| {
-        let per_ticket = size_of::<(u64, (u64, Delivery))>() + size_of::<u64>() + 2;
-        let per_receiver = size_of::<(u64, Receiver)>() + 1;
-        let mails: usize = t.receivers.values().map(|r| r.mailbox.capacity()).sum();
-        let bytes = t.tickets.capacity() * per_ticket
-            + t.receivers.capacity() * per_receiver
-            + mails * size_of::<Mail>();
+        let receivers = t.receivers.values();
+        let own = |r: &Receiver| {
+            buckets(r.tickets.capacity()) * (size_of::<u64>() + 1)
+                + r.mailbox.capacity() * size_of::<Mail>()
+        };
+        let bytes = buckets(t.tickets.capacity()) * (size_of::<(u64, (u64, Delivery))>() + 1)
+            + buckets(t.receivers.capacity()) * (size_of::<(u64, Receiver)>() + 1)
+            + receivers.map(own).sum::<usize>();
         (t.tickets.len(), bytes)
     })
 }
