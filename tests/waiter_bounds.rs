@@ -196,3 +196,29 @@ fn waiters_memory_is_within_a_factor_of_two_of_what_they_cost() {
         "{count} waiters: waiters_memory {reported}, used_memory grew by {grown}"
     );
 }
+
+/// Tickets (`LOCK.WAIT`) are no blocked clients: `waiters_memory` counts their queue slots
+/// and tables, within a fifth of what `used_memory` shows for 10,000 of them on one lock (it
+/// counted lengths, not capacities, and said about 0.6 of it).
+#[test]
+fn waiters_memory_of_tickets_is_within_a_fifth_of_what_they_cost() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "k", "a", "LEASE", "600000"]);
+    let mut receiver = server.conn();
+    let id = int(&mut receiver, &["CLIENT", "ID"]).to_string();
+    let count: i64 = 10_000;
+    let before = used_memory(&mut con);
+    let mut pipe = redis::pipe();
+    for i in 0..count {
+        pipe.cmd("LOCK.WAIT").arg("k").arg(format!("w{i}:1")).arg("TO").arg(&id);
+    }
+    let _: Vec<Value> = pipe.query(&mut con).expect("queue the tickets");
+    assert_eq!(stat(&mut con, "rlock_waiters"), count);
+    let grown = used_memory(&mut con) - before;
+    let reported = stat(&mut con, "rlock_waiters_memory");
+    assert!(
+        reported * 5 >= grown * 4 && reported * 4 <= grown * 5,
+        "{count} tickets: waiters_memory {reported}, used_memory grew by {grown}"
+    );
+}
