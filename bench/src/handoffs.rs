@@ -64,7 +64,7 @@ impl Contended {
     pub fn commandstats_us(&self) -> f64 {
         let names: &[&str] = match self.mode {
             Mode::Tickets => &["lock.wait", "lock.release"],
-            Mode::Block => &["lock.acquire", "lock.release"],
+            Mode::Block | Mode::Client => &["lock.acquire", "lock.release"],
         };
         self.server.usec_of(names) as f64 / self.grants.max(1) as f64
     }
@@ -97,7 +97,7 @@ pub fn run(port: u16, slice: Duration, slices: usize) -> Result<[Contended; 2], 
             let key = format!("h:{}:{n}", sums[i].mode.name());
             let one = match sums[i].mode {
                 Mode::Tickets => tickets(port, &key, slice)?,
-                Mode::Block => blocking(port, &key, slice)?,
+                Mode::Block | Mode::Client => blocking(port, &key, slice)?,
             };
             sums[i].merge(one);
         }

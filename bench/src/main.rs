@@ -15,6 +15,7 @@
 //! connection); `server.rs` the server and its statistics;
 //! `report.rs` the table.
 
+mod client_waits;
 mod clock;
 mod contended;
 mod crash;

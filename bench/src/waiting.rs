@@ -23,6 +23,8 @@ pub struct Waiting {
     pub blocking: [Result<Held, String>; 2],
     /// [tickets, blocking].
     pub contended: [Contended; 2],
+    /// The client crate's own waits (`acquire` futures) on 1 lock, under `ulimit -n 1024`.
+    pub client: Result<Held, String>,
 }
 
 /// Runs scenario 9 on the server at `port`: `waits` waits; `slice` per contended slice.
@@ -42,12 +44,14 @@ pub fn run(port: u16, waits: usize, slice: Duration) -> Result<Waiting, String> 
         held(Mode::Block, spread[0], FD_LIMIT, false)?,
         held(Mode::Block, spread[1], FD_LIMIT, false)?,
     ];
+    let client = held(Mode::Client, spread[0], FD_LIMIT, false);
     let contended = handoffs::run(port, slice, 4)?;
     Ok(Waiting {
         tickets,
         blocking_limited,
         blocking,
         contended,
+        client,
     })
 }
 

@@ -79,6 +79,31 @@ fn connection_row(t: &Held, b: &Held) -> Row {
     }
 }
 
+/// The client crate as built: its `acquire` futures, with the connections they took.
+fn client_row(c: &Result<Held, String>) -> Row {
+    let (cell, ok, waits) = match c {
+        Ok(h) => {
+            let ok = h.failure.is_none() && h.queued == h.waits && h.connections <= 2;
+            let cell = match &h.failure {
+                Some(why) => format!("{} connections, {why}", h.connections),
+                None => format!("{} ({} waits queued)", h.connections, h.queued),
+            };
+            (cell, ok, h.waits.to_string())
+        }
+        Err(e) => (format!("not measured: {e}"), false, "many".into()),
+    };
+    Row {
+        metric: format!(
+            "client connections of `rlock-client` for {waits} `acquire` futures, 1 lock, `ulimit -n {}`",
+            crate::waiting::FD_LIMIT
+        ),
+        cells: ["—".into(), "—".into(), cell],
+        ratios: ["—".into(), "—".into()],
+        target: "≤ 2, all queued",
+        pass: Some(ok),
+    }
+}
+
 fn settled(h: &Held) -> f64 {
     h.bytes_settled.unwrap_or(h.bytes_at_once)
 }
@@ -209,6 +234,7 @@ pub fn table(out: &mut String, w: &Result<Waiting, String>, o: &Others) -> Vec<S
     for i in 0..2 {
         rows.push(connection_row(&w.tickets[i], &w.blocking_limited[i]));
     }
+    rows.push(client_row(&w.client));
     for i in 0..2 {
         memory_rows(&mut rows, &w.tickets[i], &w.blocking[i]);
     }

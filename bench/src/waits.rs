@@ -20,6 +20,8 @@ use crate::server::{connect, info_num};
 pub enum Mode {
     Tickets,
     Block,
+    /// The client crate's `acquire`, one future per wait.
+    Client,
 }
 
 impl Mode {
@@ -27,6 +29,7 @@ impl Mode {
         match self {
             Mode::Tickets => "tickets",
             Mode::Block => "block",
+            Mode::Client => "client",
         }
     }
 }
@@ -56,7 +59,7 @@ pub struct Held {
 const SETTLE: Duration = Duration::from_secs(5);
 
 /// The lock of wait `i` among `keys` locks.
-fn key(mode: Mode, keys: usize, i: usize) -> String {
+pub fn key(mode: Mode, keys: usize, i: usize) -> String {
     format!("q:{}:{keys}:{}", mode.name(), i % keys)
 }
 
@@ -171,16 +174,22 @@ fn measure(
         }
         _ => return Err(format!("the client process failed: {line:?}")),
     };
-    let queued = (0..600).any(|_| {
-        let n = info_num(con, "rlock", "rlock_waiters") as usize;
-        n >= sent || {
-            std::thread::sleep(Duration::from_millis(50));
-            false
+    let mut seen = 0;
+    for _ in 0..600 {
+        seen = info_num(con, "rlock", "rlock_waiters") as usize;
+        if seen >= sent {
+            break;
         }
-    });
-    if !queued || sent == 0 {
-        return Err(format!("the server never queued the {sent} waits"));
+        std::thread::sleep(Duration::from_millis(50));
     }
+    if seen == 0 {
+        return Err(format!("the server queued none of the {sent} waits"));
+    }
+    let failure = match failure {
+        None if seen < sent => Some(format!("only {seen} of {sent} queued")),
+        failure => failure,
+    };
+    let sent = seen;
     let per = |m: f64| (m - m0) / sent as f64;
     let connections = (info_num(con, "clients", "connected_clients") - c0).max(0.0) as usize;
     let at_once = per(info_num(con, "memory", "used_memory"));
@@ -196,7 +205,7 @@ fn measure(
 /// `ready <queued> <error or ->` and keeps them until its stdin closes.
 pub fn process_main(args: &[String]) -> Result<(), String> {
     let [port, mode, waits, keys] = args else {
-        return Err("waits PORT tickets|block WAITS KEYS".into());
+        return Err("waits PORT tickets|block|client WAITS KEYS".into());
     };
     let port: u16 = port.parse().map_err(|_| "port")?;
     let (waits, keys): (usize, usize) = (
@@ -214,6 +223,16 @@ pub fn process_main(args: &[String]) -> Result<(), String> {
             Err(e) => (0, Some(e)),
         },
         "block" => block(port, waits, keys, &mut held_conns),
+        "client" => {
+            let result = crate::client_waits::run(port, waits, keys);
+            let why = result
+                .failure
+                .map_or("-".to_owned(), |e| e.replace('\n', " "));
+            println!("ready {} {why}", result.pending);
+            let _ = std::io::stdout().flush();
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            return Ok(());
+        }
         _ => return Err(format!("unknown mode {mode}")),
     };
     let why = failure.map_or("-".to_owned(), |e| e.replace('\n', " "));
