@@ -211,7 +211,11 @@ fn waiters_memory_of_tickets_is_within_a_fifth_of_what_they_cost() {
     let before = used_memory(&mut con);
     let mut pipe = redis::pipe();
     for i in 0..count {
-        pipe.cmd("LOCK.WAIT").arg("k").arg(format!("w{i}:1")).arg("TO").arg(&id);
+        pipe.cmd("LOCK.WAIT")
+            .arg("k")
+            .arg(format!("w{i}:1"))
+            .arg("TO")
+            .arg(&id);
     }
     let _: Vec<Value> = pipe.query(&mut con).expect("queue the tickets");
     assert_eq!(stat(&mut con, "rlock_waiters"), count);

@@ -95,14 +95,19 @@ pub fn run(port: u16, slice: Duration, slices: usize) -> Result<[Contended; 2], 
         let order = if n % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let key = format!("h:{}:{n}", sums[i].mode.name());
-            let one = match sums[i].mode {
-                Mode::Tickets => tickets(port, &key, slice)?,
-                Mode::Block | Mode::Client => blocking(port, &key, slice)?,
-            };
+            let one = once(port, sums[i].mode, &key, slice)?;
             sums[i].merge(one);
         }
     }
     Ok(sums)
+}
+
+/// One slice of `mode` on `key`.
+pub fn once(port: u16, mode: Mode, key: &str, slice: Duration) -> Result<Contended, String> {
+    match mode {
+        Mode::Tickets => tickets(port, key, slice),
+        Mode::Block | Mode::Client => blocking(port, key, slice),
+    }
 }
 
 /// The server's state at one moment: its statistics and handoffs so far.

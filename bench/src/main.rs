@@ -44,7 +44,8 @@ const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)
        rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
        rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)
-       rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)";
+       rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)
+       rlock-bench handoffs PORT tickets|block SECONDS       (scenario 9's contended handoffs, against a running server)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
         Some("fenced") => fenced_alone(&args[1..]),
         Some("waiting") => waiting_alone(&args[1..]),
         Some("waits") => waits::process_main(&args[1..]),
+        Some("handoffs") => handoffs_alone(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -167,6 +169,33 @@ fn waiting_alone(args: &[String]) -> Result<(), String> {
     let mut table = String::new();
     waiting::table(&mut table, &measured, &others);
     println!("{table}");
+    Ok(())
+}
+
+/// `handoffs PORT tickets|block SECONDS`: 64 waits on one lock handing it on, against a
+/// server started elsewhere (for instance under callgrind).
+fn handoffs_alone(args: &[String]) -> Result<(), String> {
+    let [port, mode, seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let port: u16 = port.parse().map_err(|_| USAGE.to_owned())?;
+    let mode = match mode.as_str() {
+        "tickets" => waits::Mode::Tickets,
+        "block" => waits::Mode::Block,
+        _ => return Err(USAGE.to_owned()),
+    };
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let key = format!("h:{}:{}", mode.name(), std::process::id());
+    let run = handoffs::once(port, mode, &key, Duration::from_secs_f64(seconds))?;
+    println!(
+        "{}: {} handoffs, {:.2} commandstats µs and {:.2} used_cpu µs per handoff; release → grant p50 {:.0} µs, p99 {:.0} µs",
+        mode.name(),
+        run.grants,
+        run.commandstats_us(),
+        run.cpu_us(),
+        run.gap_us(50.0),
+        run.gap_us(99.0)
+    );
     Ok(())
 }
 
