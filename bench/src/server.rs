@@ -29,7 +29,8 @@ pub struct BenchServer {
 }
 
 impl BenchServer {
-    /// Starts `redis-server` with the module at `module` and waits for its first `PONG`.
+    /// Starts `redis-server` (or `$RLOCK_SERVER`) with the module at `module` and waits for
+    /// its first `PONG`.
     pub fn start(module: &Path) -> Result<BenchServer, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -37,7 +38,9 @@ impl BenchServer {
             .port();
         let dir = std::env::temp_dir().join(format!("rlock-bench-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let child = Command::new("redis-server")
+        // `$RLOCK_SERVER` (as for the tests: valkey-server, say), else redis-server.
+        let program = std::env::var_os("RLOCK_SERVER").unwrap_or_else(|| "redis-server".into());
+        let child = Command::new(program)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--maxclients", "12000"])
             .arg("--dir")

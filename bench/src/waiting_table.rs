@@ -150,10 +150,8 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
     let [t, b] = &w.contended;
     let (tc, bc) = (t.commandstats_us(), b.commandstats_us());
     let grants = format!(
-        "contended, {} waits on 1 lock: acquisitions ({} / {} handoffs)",
-        handoffs::WAITS,
-        b.grants,
-        t.grants
+        "contended, {} waits on 1 lock: acquisitions (handoffs) in the same time",
+        handoffs::WAITS
     );
     let mut g = row(grants, f64::NAN, b.grants as f64, t.grants as f64);
     g.cells[0] = "—".into();
