@@ -263,6 +263,9 @@ pub fn receiver_gone(receiver: u64) -> (Vec<Waiter>, Vec<Grant>) {
         for id in &r.tickets {
             t.tickets.remove(id);
         }
+        if t.tickets.is_empty() {
+            t.tickets = HashMap::new();
+        }
     });
     let tickets = r
         .tickets

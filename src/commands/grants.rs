@@ -43,7 +43,13 @@ pub fn parse(argv: &[&[u8]]) -> Result<GrantsArgs, LockError> {
             parsed.block = Some(number("a number of milliseconds, 0 or more")?);
         } else if pair[0].eq_ignore_ascii_case(b"COUNT") && parsed.count.is_none() {
             let count = number("a positive integer").map(|n| n.unsigned_abs())?;
-            let count = usize::try_from(count).unwrap_or(usize::MAX).max(1);
+            if count == 0 {
+                return Err(LockError::BadArg {
+                    name: "COUNT",
+                    expected: "a positive integer",
+                });
+            }
+            let count = usize::try_from(count).unwrap_or(usize::MAX);
             parsed.count = Some(count);
         } else {
             return Err(LockError::BadArg {
@@ -105,6 +111,7 @@ mod tests {
             &[&b"LOCK.GRANTS"[..], b"BLOCK"][..],
             &[b"LOCK.GRANTS", b"BLOCK", b"-1"],
             &[b"LOCK.GRANTS", b"COUNT", b"x"],
+            &[b"LOCK.GRANTS", b"COUNT", b"0"],
             &[b"LOCK.GRANTS", b"BLOCK", b"1", b"BLOCK", b"2"],
             &[b"LOCK.GRANTS", b"WAIT", b"1"],
         ] {
