@@ -60,6 +60,7 @@ mod gate;
 mod guard;
 mod handoff;
 mod heartbeat;
+mod idhash;
 mod info;
 mod inner;
 pub mod lock;

@@ -9,11 +9,14 @@
 //! - a lock has at most one pending check per time, the earliest, and one live lease timer:
 //!   a timer replaced by an earlier one is handed back to be stopped.
 //!
-//! `C` identifies a blocked client (the module uses the handle's address).
+//! `C` identifies a queued wait: a blocked client's handle's address, or a ticket's number
+//! (server-made ids, hashed cheaply: `idhash.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::rc::Rc;
+
+use crate::idhash::IdMap;
 
 /// A database number.
 pub type Db = i32;
@@ -65,11 +68,11 @@ impl<C> Default for Queue<C> {
 /// by its queue and the index entries of its waiters.
 #[derive(Debug)]
 pub struct Registry<C> {
-    dbs: HashMap<Db, HashMap<Rc<[u8]>, Queue<C>>>,
+    dbs: IdMap<Db, HashMap<Rc<[u8]>, Queue<C>>>,
     /// Where each queued client waits.
-    index: HashMap<C, (Db, Rc<[u8]>)>,
+    index: IdMap<C, (Db, Rc<[u8]>)>,
     /// Clients handed a lock whose reply has not gone out yet.
-    handed: HashMap<C, Grant>,
+    handed: IdMap<C, Grant>,
     /// An estimate of the bytes the queued waiters take.
     bytes: usize,
 }
@@ -77,9 +80,9 @@ pub struct Registry<C> {
 impl<C> Default for Registry<C> {
     fn default() -> Self {
         Registry {
-            dbs: HashMap::new(),
-            index: HashMap::new(),
-            handed: HashMap::new(),
+            dbs: IdMap::default(),
+            index: IdMap::default(),
+            handed: IdMap::default(),
             bytes: 0,
         }
     }
@@ -186,7 +189,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
     pub fn take_grant(&mut self, client: C) -> Option<Grant> {
         let grant = self.handed.remove(&client);
         if self.handed.is_empty() {
-            self.handed = HashMap::new();
+            self.handed = IdMap::default();
         }
         grant
     }
@@ -271,10 +274,10 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         }
         // Give the memory of a burst of waiters back once they are all gone.
         if self.index.is_empty() {
-            self.index = HashMap::new();
+            self.index = IdMap::default();
         }
         if self.dbs.is_empty() {
-            self.dbs = HashMap::new();
+            self.dbs = IdMap::default();
         }
     }
 }

@@ -15,7 +15,7 @@
 //! tickets (dropped when its connection closes), mailbox and parked `LOCK.GRANTS`.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::mem::size_of;
 
@@ -24,6 +24,7 @@ use redis_module::raw;
 use crate::blocked;
 use crate::error::LockError;
 use crate::ffi::{api, OwnedString};
+use crate::idhash::{IdMap, IdSet};
 use crate::registry::Grant;
 use crate::reply::{error_line, Outcome};
 use crate::waiters::{self, Bc, Waiter};
@@ -45,7 +46,7 @@ pub struct Mail {
 #[derive(Default)]
 struct Receiver {
     /// Its queued tickets.
-    tickets: HashSet<u64>,
+    tickets: IdSet<u64>,
     /// Push: its subscription to its channel was checked.
     subscribed: bool,
     mailbox: VecDeque<Mail>,
@@ -62,8 +63,8 @@ impl Receiver {
 #[derive(Default)]
 struct Tables {
     /// Each queued ticket's receiver and delivery.
-    tickets: HashMap<u64, (u64, Delivery)>,
-    receivers: HashMap<u64, Receiver>,
+    tickets: IdMap<u64, (u64, Delivery)>,
+    receivers: IdMap<u64, Receiver>,
     next_id: u64,
 }
 
@@ -116,7 +117,7 @@ pub fn forget(id: u64) -> Option<(u64, Delivery)> {
         let (receiver, delivery) = t.tickets.remove(&id)?;
         if t.tickets.is_empty() {
             // Give the memory of a burst of tickets back once they are all gone.
-            t.tickets = HashMap::new();
+            t.tickets = IdMap::default();
         }
         if let Some(r) = t.receivers.get_mut(&receiver) {
             r.tickets.remove(&id);
@@ -264,7 +265,7 @@ pub fn receiver_gone(receiver: u64) -> (Vec<Waiter>, Vec<Grant>) {
             t.tickets.remove(id);
         }
         if t.tickets.is_empty() {
-            t.tickets = HashMap::new();
+            t.tickets = IdMap::default();
         }
     });
     let tickets = r

@@ -14,10 +14,10 @@ const LAYERS: Layers = &[
         "pure",
         &[
             &[
-                "error", "token", "channel", "counters", "registry", "reply", "spec", "stall",
+                "error", "token", "channel", "counters", "idhash", "reply", "spec", "stall",
                 "verdict",
             ],
-            &["args"],
+            &["args", "registry"],
             &["lock"],
         ],
     ),
