@@ -26,7 +26,9 @@ impl Deployment {
             let sentinel = Proc::start_in(dir, &name, "redis-sentinel", port, args);
             self.sentinels.push(sentinel);
         }
-        let known = poll(Duration::from_secs(20), || {
+        // Sentinels learn replicas from INFO every 10 s and each other from hello messages
+        // every 2 s; on a loaded machine the first rounds can take a while.
+        let known = poll(Duration::from_secs(60), || {
             self.sentinels
                 .iter()
                 .all(|s| count(s, "replicas") == 2 && count(s, "sentinels") == 2)
