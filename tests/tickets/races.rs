@@ -28,6 +28,35 @@ fn spin(n: u64) {
     }
 }
 
+/// Runs `act` while another connection releases `holder`'s lock on `k`, each after a random
+/// spin from one start, so that either may reach the server first.
+fn crossing_a_release<T>(
+    server: &Server,
+    holder: String,
+    rng: &mut Rng,
+    act: impl FnOnce() -> T,
+) -> T {
+    let (release_spin, act_spin) = (rng.below(20_000), rng.below(20_000));
+    let mut con = server.conn();
+    let go = Arc::new(Barrier::new(2));
+    let releaser = {
+        let go = Arc::clone(&go);
+        thread::spawn(move || {
+            go.wait();
+            spin(release_spin);
+            redis::cmd("LOCK.RELEASE")
+                .arg("k")
+                .arg(holder)
+                .query::<i64>(&mut con)
+        })
+    };
+    go.wait();
+    spin(act_spin);
+    let acted = act();
+    releaser.join().expect("releaser").expect("release");
+    acted
+}
+
 #[test]
 fn a_cancel_racing_a_grant_ends_each_ticket_once() {
     let server = Server::start();
@@ -43,24 +72,9 @@ fn a_cancel_racing_a_grant_ends_each_ticket_once() {
             panic!("round {round}: queued behind the holder");
         };
         // The release and the cancel cross: either may come first.
-        let (release_spin, cancel_spin) = (rng.below(20_000), rng.below(20_000));
-        let mut release_con = server.conn();
-        let go = Arc::new(Barrier::new(2));
-        let releaser = {
-            let go = Arc::clone(&go);
-            thread::spawn(move || {
-                go.wait();
-                spin(release_spin);
-                redis::cmd("LOCK.RELEASE")
-                    .arg("k")
-                    .arg(holder_name)
-                    .query::<i64>(&mut release_con)
-            })
-        };
-        go.wait();
-        spin(cancel_spin);
-        let answer = r.call(&["LOCK.CANCEL", "k", &id.to_string()]);
-        releaser.join().expect("releaser").expect("release");
+        let answer = crossing_a_release(&server, holder_name, &mut rng, || {
+            r.call(&["LOCK.CANCEL", "k", &id.to_string()])
+        });
         match answer {
             redis::Value::Int(0) => {
                 cancelled += 1;
@@ -108,24 +122,7 @@ fn a_receiver_closing_as_its_grant_is_mailed_leaves_no_holding() {
             &mut con,
             &["LOCK.WAIT", "k", &owner, "LEASE", "60000", "TO", &to],
         );
-        let (release_spin, close_spin) = (rng.below(20_000), rng.below(20_000));
-        let mut release_con = server.conn();
-        let go = Arc::new(Barrier::new(2));
-        let releaser = {
-            let go = Arc::clone(&go);
-            thread::spawn(move || {
-                go.wait();
-                spin(release_spin);
-                redis::cmd("LOCK.RELEASE")
-                    .arg("k")
-                    .arg(holder_name)
-                    .query::<i64>(&mut release_con)
-            })
-        };
-        go.wait();
-        spin(close_spin);
-        drop(mailbox);
-        releaser.join().expect("releaser").expect("release");
+        crossing_a_release(&server, holder_name, &mut rng, || drop(mailbox));
         // Dropped from the queue (closed first) or mailed and taken back (released first):
         // either way the lock is free long before the grant's lease.
         let freed = crate::support::wait_until(crate::LIMIT, || holder(&mut con, "k").is_none());

@@ -62,6 +62,20 @@ fn slot_of(con: &mut redis::Connection, key: &str) -> String {
     int(con, &["CLUSTER", "KEYSLOT", key]).to_string()
 }
 
+/// Starts moving `slot` from `source` to `target` and migrates [`KEY`] there (the slot is
+/// left migrating and importing); the target's port.
+fn move_key(source: &Server, target: &Server, slot: &str) -> String {
+    let (source_id, target_id) = (id(source), id(target));
+    let importing = ["CLUSTER", "SETSLOT", slot, "IMPORTING", &source_id];
+    assert_eq!(raw(&mut target.conn(), &importing), Value::Okay);
+    let migrating = ["CLUSTER", "SETSLOT", slot, "MIGRATING", &target_id];
+    assert_eq!(raw(&mut source.conn(), &migrating), Value::Okay);
+    let port = target.port().to_string();
+    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
+    assert_eq!(raw(&mut source.conn(), &moved), Value::Okay);
+    port
+}
+
 #[test]
 fn a_lock_migrated_away_is_not_recreated_and_its_waiters_are_redirected() {
     let (mut source, target) = two_masters();
@@ -71,14 +85,8 @@ fn a_lock_migrated_away_is_not_recreated_and_its_waiters_are_redirected() {
     let token = int(&mut s, &["LOCK.ACQUIRE", KEY, "a", "LEASE", "60000"]);
     let mut waiter = enqueue(&source, KEY, &["b", "WAIT", "0"]);
 
-    let (source_id, target_id) = (id(&source), id(&target));
-    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
-    assert_eq!(raw(&mut t, &importing), Value::Okay);
-    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
-    assert_eq!(raw(&mut s, &migrating), Value::Okay);
-    let port = target.port().to_string();
-    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
-    assert_eq!(raw(&mut s, &moved), Value::Okay);
+    let target_id = id(&target);
+    let port = move_key(&source, &target, &slot);
 
     // The waiter is sent after the key, as Redis sends a client.
     match waiter.reply() {
@@ -186,7 +194,7 @@ fn a_waiter_is_redirected_to_the_endpoint_redis_would_name() {
         assert_eq!(reply, Value::Okay);
     }
     join(&source, &target);
-    let (mut s, mut t) = (source.conn(), target.conn());
+    let mut s = source.conn();
     let prefer = [
         "CONFIG",
         "SET",
@@ -201,14 +209,7 @@ fn a_waiter_is_redirected_to_the_endpoint_redis_would_name() {
     let slot = slot_of(&mut s, KEY);
     int(&mut s, &["LOCK.ACQUIRE", KEY, "a", "LEASE", "60000"]);
     let mut waiter = enqueue(&source, KEY, &["b", "WAIT", "0"]);
-    let (source_id, target_id) = (id(&source), id(&target));
-    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
-    assert_eq!(raw(&mut t, &importing), Value::Okay);
-    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
-    assert_eq!(raw(&mut s, &migrating), Value::Okay);
-    let port = target.port().to_string();
-    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
-    assert_eq!(raw(&mut s, &moved), Value::Okay);
+    let port = move_key(&source, &target, &slot);
     let redis_says = crate::support::error_text(&raw(&mut s, &["HGETALL", KEY]));
     assert_eq!(
         redis_says,
@@ -223,7 +224,7 @@ fn a_waiter_is_redirected_to_the_endpoint_redis_would_name() {
 #[test]
 fn a_ticket_in_a_cluster_is_mailed_and_its_slot_moving_refuses_it_with_the_redirect() {
     let (source, target) = two_masters();
-    let (mut s, mut t) = (source.conn(), target.conn());
+    let mut s = source.conn();
     let slot = slot_of(&mut s, KEY);
     int(&mut s, &["LOCK.ACQUIRE", KEY, "a", "LEASE", "60000"]);
     // A push would go over the cluster bus to every node: a ticket needs a mailbox here.
@@ -242,14 +243,7 @@ fn a_ticket_in_a_cluster_is_mailed_and_its_slot_moving_refuses_it_with_the_redir
     };
     let wait = answer[1].clone();
 
-    let (source_id, target_id) = (id(&source), id(&target));
-    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
-    assert_eq!(raw(&mut t, &importing), Value::Okay);
-    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
-    assert_eq!(raw(&mut s, &migrating), Value::Okay);
-    let port = target.port().to_string();
-    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
-    assert_eq!(raw(&mut s, &moved), Value::Okay);
+    let port = move_key(&source, &target, &slot);
 
     let outcome = raw(&mut mailbox, &["LOCK.GRANTS", "BLOCK", "10000"]);
     let redirect = Value::BulkString(format!("-ASK {slot} 127.0.0.1:{port}").into_bytes());
