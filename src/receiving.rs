@@ -69,8 +69,7 @@ extern "C" fn ticket_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 /// out of a mailbox (`Some(token)`: the caller holds the lock now); `None` if neither.
 pub fn cancel(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], id: u64) -> Option<i64> {
     let client = client_of(id);
-    let here = waiters::location(client).is_some_and(|(d, k)| d == db && k == key);
-    if here {
+    if waiters::waits_on(client, db, key) {
         let waiter = waiters::take_entry(client, Some(id))?;
         blocked::stop_deadline(ctx, waiter.deadline_timer);
         tickets::forget(id);
@@ -98,25 +97,15 @@ pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
 pub fn park(ctx: *mut raw::RedisModuleCtx, receiver: u64, block_ms: i64) -> Result<(), LockError> {
     let blocked = blocked::block(ctx, 0, grants_left)?;
     let parking = tickets::park(receiver, blocked.bc);
-    let limit = Deadline {
-        id: parking,
-        client: usize::try_from(receiver).unwrap_or(usize::MAX),
-    };
-    let data = Box::into_raw(Box::new(limit));
-    // Made into a box above; `park_expired` frees it (a parking ends only by waking,
-    // which leaves the timer to find nothing, or by this timer).
-    if block_ms > 0 {
-        let create_timer = crate::ffi::api!(RedisModule_CreateTimer);
-        let period = node::timer_period(block_ms);
-        unsafe { create_timer(ctx, period, Some(park_expired), data.cast::<c_void>()) };
-    } else {
-        drop(unsafe { Box::from_raw(data) });
-    }
+    // The timer (BLOCK > 0) is not stopped when the call is woken: it then finds another
+    // parking number, or none, and does nothing.
+    let receiver_key = usize::try_from(receiver).unwrap_or(usize::MAX);
+    blocked::arm_deadline(ctx, parking, receiver_key, block_ms, park_expired)?;
     Ok(())
 }
 
 extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    // The timer hands back the box made in `park`.
+    // The timer hands back the box made by `arm_deadline` in `park`.
     let limit = unsafe { Box::from_raw(data.cast::<Deadline>()) };
     guard::callback("grants deadline", || {
         let receiver = limit.client as u64;

@@ -96,9 +96,9 @@ pub fn take_entry(client: usize, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(client, id))
 }
 
-/// Where a queued entry waits: its lock's database and name.
-pub fn location(client: usize) -> Option<(Db, Vec<u8>)> {
-    with(|r| r.location(client).map(|(db, key)| (db, key.to_vec())))
+/// Whether a queued entry waits for lock `key` of `db`.
+pub fn waits_on(client: usize, db: Db, key: &[u8]) -> bool {
+    with(|r| r.location(client) == Some((db, key)))
 }
 
 /// Takes every queued client.
