@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rlock_client::{Client, ClientOptions, Error, RedLock};
 use support::{watched, Server};
+use tokio::sync::oneshot;
 use tokio::time::timeout;
 
 /// The child process of `a_paused_holder_is_refused_by_a_resource_that_checks_the_token`.
@@ -280,15 +281,20 @@ async fn with_lock_runs_the_work_and_drops_it_when_a_majority_is_lost() {
     let token = lock.with_lock(|held| async move { held.tokens()[0] }).await;
     assert!(token.unwrap() > 0);
     assert!(servers.iter().all(|s| s.info("job").is_none()), "released");
+    let (started, work_runs) = oneshot::channel();
     let running = tokio::spawn(async move {
         lock.with_lock(|held| async move {
             assert!(!held.is_lost() && held.remaining() > Duration::ZERO);
+            let _ = started.send(());
             tokio::time::sleep(Duration::from_secs(30)).await;
         })
         .await
     });
-    let held = || servers.iter().all(|s| s.info("job").is_some());
-    assert!(support::eventually(Duration::from_secs(5), held).await);
+    // Not the keys seen on the servers: a reply still on its way when they die would
+    // fail the acquisition rather than lose the lock.
+    let runs = timeout(Duration::from_secs(5), work_runs).await;
+    runs.expect("the work runs in time")
+        .expect("the work starts");
     servers[0].kill();
     servers[1].kill();
     let outcome = timeout(Duration::from_secs(5), running).await;
