@@ -28,12 +28,9 @@ struct Durable {
 
 impl Durable {
     fn start(args: &[&str]) -> Durable {
-        let dir = std::env::temp_dir().join(format!(
-            "rlock-durable-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        fs::create_dir_all(&dir).expect("create dir");
+        // Not named after a free port: two tests of this process may be given the same
+        // one, and the first to end would remove the other's files.
+        let dir = support::temp_dir();
         let mut server = Durable {
             dir,
             port: free_port(),
@@ -77,6 +74,8 @@ impl Durable {
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
         }
+        // A fresh port: the old one, free since the shutdown, may be another test's now.
+        self.port = free_port();
         self.spawn();
     }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{free_port, info_field, module_path, server_binary, wait_until};
+use crate::support::{free_port, info_field, module_path, server_binary, temp_dir, wait_until};
 
 /// How long a start, a sync or a role change may take on a loaded machine.
 pub const SETTLE: Duration = Duration::from_secs(10);
@@ -29,10 +29,7 @@ impl Node {
     /// Starts a node; `master`: the port of the node it replicates.
     pub fn start(master: Option<u16>) -> Node {
         let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("rlock-roleswap-{}-{port}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("create a node's dir");
+        let dir = temp_dir();
         let mut node = Node {
             port,
             dir,

@@ -65,7 +65,9 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local addr").port()
 }
 
-fn temp_dir() -> PathBuf {
+/// A new directory under the system's temp dir, named so that no other test of any
+/// process has it.
+pub fn temp_dir() -> PathBuf {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
     loop {
         let nanos = SystemTime::now()

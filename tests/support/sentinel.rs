@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::{free_port, info, wait_until, Server};
+use super::{free_port, info, temp_dir, wait_until, Server};
 
 const REDIS_SENTINEL: &str = "redis-sentinel";
 /// The master's name, as the sentinels know it.
@@ -30,9 +30,7 @@ impl Sentinel {
     /// Starts a sentinel that watches the master at `master_port` (quorum 2).
     fn start(master_port: u16) -> Sentinel {
         let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("rlock-sentinel-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("sentinel dir");
+        let dir = temp_dir();
         let config = format!(
             "port {port}\nbind 127.0.0.1\ndir {dir}\n\
              sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 2\n\
