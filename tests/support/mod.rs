@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::{ConnectionLike, Value};
 
-/// How long a server may take to answer its first `PING`.
+/// How long a server may take to answer its first command.
 const STARTUP_LIMIT: Duration = Duration::from_secs(5);
 /// How long a replica may take to finish its first sync.
 const SYNC_LIMIT: Duration = Duration::from_secs(10);
@@ -120,7 +120,7 @@ impl Builder {
         self
     }
 
-    /// Starts the server and waits until it answers `PING`.
+    /// Starts the server and waits until it answers, as itself, on its port.
     pub fn start(self) -> Server {
         let module = module_path();
         let mut last_failure = String::new();
@@ -309,15 +309,17 @@ impl Server {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("redis-server exited at startup: {status}"));
             }
-            let pong = redis::Client::open(url.as_str())
+            // Not a PING: another test's server may hold the port this one failed to bind.
+            let server = redis::Client::open(url.as_str())
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            if matches!(pong.as_deref(), Ok("PONG")) {
+                .and_then(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c));
+            let mine = format!("process_id:{}", self.child.id());
+            if server.is_ok_and(|info| info.lines().any(|line| line == mine)) {
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "redis-server on port {} gave no PONG within {STARTUP_LIMIT:?}",
+                    "redis-server on port {} did not answer within {STARTUP_LIMIT:?}",
                     self.port
                 ));
             }

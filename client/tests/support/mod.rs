@@ -100,11 +100,23 @@ impl Server {
     }
 
     fn spawn(extra: &[&str]) -> Server {
-        let port = free_port();
-        Server::spawn_at(port, temp_dir(port), extra)
+        // A port found free can be taken by another test before the server binds it.
+        let mut failure = String::new();
+        for _ in 0..3 {
+            let port = free_port();
+            match Server::try_spawn_at(port, temp_dir(port), extra) {
+                Ok(server) => return server,
+                Err(why) => failure = why,
+            }
+        }
+        panic!("{failure}");
     }
 
     fn spawn_at(port: u16, dir: PathBuf, extra: &[&str]) -> Server {
+        Server::try_spawn_at(port, dir, extra).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    fn try_spawn_at(port: u16, dir: PathBuf, extra: &[&str]) -> Result<Server, String> {
         assert!(
             server_binary().exists(),
             "{} is missing: install redis-server with `apt-get install redis-server`, or set RLOCK_SERVER",
@@ -127,30 +139,36 @@ impl Server {
             port,
             dir,
         };
-        server.wait_ready();
-        server
+        server.wait_ready()?;
+        Ok(server)
     }
 
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self) -> Result<(), String> {
         let started = Instant::now();
         while started.elapsed() < READY_WITHIN {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    panic!("redis-server exited with {status}:\n{}", self.log());
+                    return Err(format!(
+                        "redis-server exited with {status}:\n{}",
+                        self.log()
+                    ));
                 }
             }
+            // Not a PING: another test's server may hold the port this one failed to bind.
             let client = self.redis();
             if let Ok(mut conn) = client.get_connection_with_timeout(Duration::from_millis(200)) {
-                if redis::cmd("PING").query::<String>(&mut conn).is_ok() {
-                    return;
+                let info = redis::cmd("INFO").arg("server").query::<String>(&mut conn);
+                let mine = format!("process_id:{}", self.pid());
+                if info.is_ok_and(|info| info.lines().any(|line| line == mine)) {
+                    return Ok(());
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
+        Err(format!(
             "redis-server not ready within {READY_WITHIN:?}:\n{}",
             self.log()
-        );
+        ))
     }
 
     /// The server's log so far.
