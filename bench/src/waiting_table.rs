@@ -113,7 +113,7 @@ fn memory_rows(rows: &mut Vec<Row>, t: &Held, b: &Result<Held, String>) {
         Ok(b) => (settled(b), b.bytes_at_once, b.estimate / settled(b)),
         Err(_) => (f64::NAN, f64::NAN, f64::NAN),
     };
-    let mut m = row(
+    let m = row(
         format!(
             "server `used_memory` bytes per queued wait, {} waits, {} (5 s later)",
             t.waits,
@@ -123,17 +123,14 @@ fn memory_rows(rows: &mut Vec<Row>, t: &Held, b: &Result<Held, String>) {
         b_settled,
         settled(t),
     );
-    m.cells[0] = "—".into();
     let ok = settled(t) <= 1024.0 && t.bytes_at_once <= 1024.0;
     rows.push(m.target("≤ 1 KB", ok));
-    let mut once = row(
+    rows.push(row(
         "… right after queueing".into(),
         f64::NAN,
         b_once,
         t.bytes_at_once,
-    );
-    once.cells[0] = "—".into();
-    rows.push(once);
+    ));
     let est = t.estimate / settled(t);
     let mut e = row(
         "`rlock_waiters_memory` ÷ that (5 s later)".into(),
@@ -141,7 +138,6 @@ fn memory_rows(rows: &mut Vec<Row>, t: &Held, b: &Result<Held, String>) {
         b_est,
         est,
     );
-    e.cells[0] = "—".into();
     e.ratios = ["—".into(), "—".into()];
     rows.push(e.target("tickets 0.90–1.10", (0.9..=1.1).contains(&est)));
 }
@@ -153,9 +149,7 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
         "contended, {} waits on 1 lock: acquisitions (handoffs) in the same time",
         handoffs::WAITS
     );
-    let mut g = row(grants, f64::NAN, b.grants as f64, t.grants as f64);
-    g.cells[0] = "—".into();
-    rows.push(g);
+    rows.push(row(grants, f64::NAN, b.grants as f64, t.grants as f64));
     let ok = tc <= 4.0 && tc <= 0.2 * o.lua.0;
     rows.push(
         row(
@@ -168,11 +162,10 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
     );
     let mut pair = row(
         "… ÷ uncontended acquire+release pair".into(),
-        f64::NAN,
+        o.lua.0 / o.pair.0,
         bc / o.pair.0,
         tc / o.pair.0,
     );
-    pair.cells[0] = num(o.lua.0 / o.pair.0);
     pair.ratios[1] = "—".into();
     rows.push(pair.target("≤ ×2", tc <= 2.0 * o.pair.0));
     rows.push(row(
@@ -190,13 +183,12 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
     cpu_pair.ratios[1] = "—".into();
     rows.push(cpu_pair);
     for p in [50.0, 99.0] {
-        let mut r = row(
+        let r = row(
             format!("release sent → next holder reads its grant, p{p:.0} µs"),
             f64::NAN,
             b.gap_us(p),
             t.gap_us(p),
         );
-        r.cells[0] = "—".into();
         rows.push(if p > 50.0 {
             r.target("≤ blocking", t.gap_us(p) <= b.gap_us(p))
         } else {
@@ -208,13 +200,12 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
         most as f64 / fewest.max(1) as f64
     };
     let (bf, tf, t_fifo) = (fair(b), fair(t), t.fifo);
-    let mut f = row(
+    let f = row(
         "fairness: most ÷ fewest acquisitions per waiter".into(),
         f64::NAN,
         bf,
         tf,
     );
-    f.cells[0] = "—".into();
     rows.push(f.target("1.00 (FIFO: ≤ 1 apart in every slice)", t_fifo));
 }
 
