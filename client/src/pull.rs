@@ -55,7 +55,7 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
 /// The reader: `LOCK.GRANTS BLOCK <keepalive>` until the channel is lost or dropped.
 async fn read(channel: Weak<Channel>, mut reader: MultiplexedConnection) {
     loop {
-        let Some(every) = channel.upgrade().and_then(|c| {
+        let Some((every, within)) = channel.upgrade().and_then(|c| {
             let o = c.node.options;
             c.lost()
                 .is_none()
@@ -63,7 +63,6 @@ async fn read(channel: Weak<Channel>, mut reader: MultiplexedConnection) {
         }) else {
             return;
         };
-        let (every, within) = every;
         let ms = u64::try_from(every.as_millis()).unwrap_or(u64::MAX).max(1);
         let grants = commands::grants(ms);
         let answer = tokio::time::timeout(every + within, grants.query_async::<Value>(&mut reader));
