@@ -1,6 +1,6 @@
 //! rlock-bench: runs rlock's `LOCK.*` commands and a Redisson-style Lua lock against the
 //! same `redis-server` (started here, on loopback, with the module loaded), alternating
-//! between them, and prints a Markdown table of both sides, their ratio and the targets.
+//! between them, and prints a Markdown table of both sides and their ratio.
 //!
 //! Usage: `cargo run --release -p rlock-bench -- [--quick] [--duration-secs N]`.
 //! The module comes from `$RLOCK_MODULE`, else `target/release/librlock.so`.

@@ -1,4 +1,4 @@
-//! The Markdown report: one table of both sides with ratios and targets, and one of the
+//! The Markdown report: one table of both sides with their ratios, and one of the
 //! CPU each side used.
 
 use std::fmt::Write;
@@ -13,19 +13,14 @@ pub fn render(r: &Results) -> String {
     let _ = writeln!(out, "Machine: {} cores; Redis {}; {} s per side per measurement (scenario 1: {} alternating slices); `--save \"\" --appendonly no`; loopback.\n", r.cores, r.redis_version, r.duration_s, crate::suite::SLICES);
     let _ = writeln!(
         out,
-        "| Scenario | Metric | Lua (Redisson) | rlock | rlock ÷ Lua | HSET+DEL | Target | Result |"
+        "| Scenario | Metric | Lua (Redisson) | rlock | rlock ÷ Lua | HSET+DEL |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|---|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|");
     for x in &rows {
-        let verdict = match x.pass {
-            Some(true) => "pass",
-            Some(false) => "**MISSED**",
-            None => "",
-        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            x.scenario, x.metric, x.lua, x.rlock, x.ratio, x.plain, x.target, verdict
+            "| {} | {} | {} | {} | {} | {} |",
+            x.scenario, x.metric, x.lua, x.rlock, x.ratio, x.plain
         );
     }
     let _ = writeln!(
@@ -45,22 +40,7 @@ pub fn render(r: &Results) -> String {
     redlock_table(&mut out, &r.redlock);
     crate::fenced::table(&mut out, &r.fenced);
     let others = crate::suite::others(&r.uncontended[0].1[1], &r.contended[0]);
-    let waiting_missed = crate::waiting::table(&mut out, &r.waiting, &others);
-    let mut missed: Vec<String> = rows
-        .iter()
-        .filter(|x| x.pass == Some(false))
-        .map(|x| format!("{}: {} (target {})", x.scenario, x.metric, x.target))
-        .collect();
-    missed.extend(waiting_missed);
-    let _ = writeln!(
-        out,
-        "\nTargets missed: {}.",
-        if missed.is_empty() {
-            "none".to_owned()
-        } else {
-            missed.join("; ")
-        }
-    );
+    crate::waiting::table(&mut out, &r.waiting, &others);
     out
 }
 

@@ -1,5 +1,4 @@
-//! The rows of the report's main table: each metric for both sides, their ratio, and
-//! the target it is held to.
+//! The rows of the report's main table: each metric for both sides and their ratio.
 
 use crate::contended;
 use crate::suite::Results;
@@ -12,8 +11,6 @@ pub struct Row {
     pub rlock: String,
     pub ratio: String,
     pub plain: String,
-    pub target: &'static str,
-    pub pass: Option<bool>,
 }
 
 fn row(scenario: &'static str, metric: &str, lua: String, rlock: String, ratio: String) -> Row {
@@ -24,18 +21,10 @@ fn row(scenario: &'static str, metric: &str, lua: String, rlock: String, ratio: 
         rlock,
         ratio,
         plain: String::new(),
-        target: "",
-        pass: None,
     }
 }
 
 impl Row {
-    fn target(mut self, target: &'static str, pass: bool) -> Row {
-        self.target = target;
-        self.pass = Some(pass);
-        self
-    }
-
     fn plain(mut self, plain: String) -> Row {
         self.plain = plain;
         self
@@ -73,7 +62,6 @@ fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run;
     } else {
         "1. uncontended, depth 16"
     };
-    let deep = depth > 1;
     let rate = pair(
         "acquire+release pairs/s",
         s,
@@ -85,12 +73,7 @@ fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run;
         num(plain.pairs_per_s()),
         ratio(plain.pairs_per_s(), lua.pairs_per_s())
     ));
-    let rate_ok = rl.pairs_per_s() >= 2.5 * lua.pairs_per_s();
-    rows.push(if deep {
-        rate.target("≥ ×2.5", rate_ok)
-    } else {
-        rate
-    });
+    rows.push(rate);
     let us = pair(
         "server µs per pair (commandstats)",
         s,
@@ -98,12 +81,7 @@ fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run;
         rl.server_us_per_pair(),
     )
     .plain(num(plain.server_us_per_pair()));
-    let us_ok = rl.server_us_per_pair() * 3.0 <= lua.server_us_per_pair();
-    rows.push(if deep {
-        us.target("≤ ×0.33", us_ok)
-    } else {
-        us
-    });
+    rows.push(us);
     rows.push(
         pair(
             "server CPU ms per 1,000 pairs",
@@ -115,18 +93,13 @@ fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run;
     );
 }
 
-fn contended_rows(rows: &mut Vec<Row>, s: &'static str, runs: &[contended::Run; 2], across: bool) {
+fn contended_rows(rows: &mut Vec<Row>, s: &'static str, runs: &[contended::Run; 2]) {
     let [lua, rl] = runs;
     let label = format!(
         "acquisitions/s ({} / {} in the window)",
         lua.acquisitions, rl.acquisitions
     );
-    let rate = pair(&label, s, lua.per_s, rl.per_s);
-    let need = if across { 3.0 } else { 2.0 };
-    rows.push(rate.target(
-        if across { "≥ ×3" } else { "≥ ×2" },
-        rl.per_s >= need * lua.per_s,
-    ));
+    rows.push(pair(&label, s, lua.per_s, rl.per_s));
     rows.push(pair(
         "handoff p50 µs (release returns → next acquire returns; < 0: the next holder's reply came first)",
         s,
@@ -139,17 +112,12 @@ fn contended_rows(rows: &mut Vec<Row>, s: &'static str, runs: &[contended::Run; 
         lua.handoff_p99_us,
         rl.handoff_p99_us,
     ));
-    let cmds = pair(
+    rows.push(pair(
         "server commands per acquisition",
         s,
         lua.commands_per_acquisition,
         rl.commands_per_acquisition,
-    );
-    rows.push(if across {
-        cmds
-    } else {
-        cmds.target("rlock ≤ 2.5", rl.commands_per_acquisition <= 2.5)
-    });
+    ));
     let fair = |r: &contended::Run| {
         if r.starved > 0 {
             format!("∞ ({} of 64 got none)", r.starved)
@@ -157,18 +125,13 @@ fn contended_rows(rows: &mut Vec<Row>, s: &'static str, runs: &[contended::Run; 
             num(r.fairness)
         }
     };
-    let f = row(
+    rows.push(row(
         s,
         "fairness: max/min acquisitions per waiter",
         fair(lua),
         fair(rl),
         ratio(rl.fairness, lua.fairness),
-    );
-    rows.push(if across {
-        f.target("rlock ≤ 1.2", rl.fairness <= 1.2)
-    } else {
-        f
-    });
+    ));
 }
 
 /// Every row, in the order of the scenarios.
@@ -181,13 +144,11 @@ pub fn rows(r: &Results) -> Vec<Row> {
         &mut rows,
         "2. contended, 64 waiters, 1 process",
         &r.contended,
-        false,
     );
     contended_rows(
         &mut rows,
         "6. contended, 64 waiters, 4 processes",
         &r.across,
-        true,
     );
     let s = "3. holder crash, lease 1 s";
     let client = |i: usize| -> Vec<f64> { r.crash[i].iter().map(|t| t.client_ms).collect() };
@@ -208,26 +169,20 @@ pub fn rows(r: &Results) -> Vec<Row> {
         rl.len()
     );
     rows.push(pair(&trials, s, lua50, rl50));
-    rows.push(
-        pair("deadline → acquisition p99 ms", s, lua99, rl99)
-            .target("≤ Lua's, ≤ 2 ms", rl99 <= lua99 && rl99 <= 2.0),
-    );
+    rows.push(pair("deadline → acquisition p99 ms", s, lua99, rl99));
     rows.push(pair(
         "server grants it, ms after the deadline, p99 (new holding's PEXPIRETIME, 1 ms steps)",
         s,
         crate::clock::percentile(&lua_server, 99.0),
         crate::clock::percentile(&rl_server, 99.0),
     ));
-    rows.push(
-        row(
-            s,
-            "rlock expiry handoff p99 ms (issue 3)",
-            "—".into(),
-            num(rl99),
-            "—".into(),
-        )
-        .target("≤ 10 ms", rl99 <= 10.0),
-    );
+    rows.push(row(
+        s,
+        "rlock expiry handoff p99 ms",
+        "—".into(),
+        num(rl99),
+        "—".into(),
+    ));
     let s = "4. watchdog";
     let [lua, rl] = &r.watchdog;
     let locks = format!(
@@ -254,7 +209,7 @@ pub fn rows(r: &Results) -> Vec<Row> {
         rl.round_trips_per_round.to_string(),
         "—".into(),
     );
-    rows.push(trips.target("1", rl.round_trips_per_round == 1));
+    rows.push(trips);
     let s = "5. memory";
     rows.push(pair(
         "used_memory bytes per held lock",

@@ -1,4 +1,4 @@
-//! Scenario 9, waiting at scale (issue 21): tickets (`LOCK.WAIT`, any number of waits over
+//! Scenario 9, waiting at scale: tickets (`LOCK.WAIT`, any number of waits over
 //! one RESP3 connection) against today's blocking path (`LOCK.ACQUIRE ... WAIT`, a
 //! connection per wait) and the Redisson-style baseline, on the bench's one server:
 //! connections and memory with many waits held by one client process (`waits.rs`), and
