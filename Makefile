@@ -16,7 +16,7 @@ VALKEY := $(VALKEY_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build valkey run test bench chaos lint fmt doc clean
+.PHONY: help deps build valkey run test bench chaos lint fmt doc clean install dist package
 
 help: ## List the targets
 	@echo "make targets:"
@@ -70,6 +70,35 @@ run: deps build ## Run redis-server on 127.0.0.1:PORT with the module loaded
 test: deps build valkey ## Build, then run every test: on Redis, then on Valkey
 	RLOCK_MODULE=$(MODULE) $(CARGO) test --workspace
 	RLOCK_MODULE=$(MODULE) RLOCK_SERVER=$(VALKEY) $(CARGO) test -p rlock -p rlock-client -p rlock-cli
+
+# make install: the module where Redis modules usually live, $(PREFIX)/lib/redis/modules/.
+PREFIX ?= /usr/local
+MODULES_DIR := $(DESTDIR)$(PREFIX)/lib/redis/modules
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(CURDIR)/Cargo.toml | head -n 1)
+DIST_NAME := rlock-$(VERSION)-$(shell uname -s | tr A-Z a-z)-$(shell uname -m)
+DIST_DIR := $(BUILD_DIR)/dist
+# The servers `make test` runs every test on.
+TESTED_ON := Redis 7.0.15 (Debian 12), Valkey 8.1.8
+
+install: build ## Install the module in PREFIX/lib/redis/modules (PREFIX=/usr/local)
+	install -d $(MODULES_DIR)
+	install -m 0755 $(MODULE) $(MODULES_DIR)/librlock.so
+	@echo "installed $(MODULES_DIR)/librlock.so; load it with this line in redis.conf:"
+	@echo "loadmodule $(MODULES_DIR)/librlock.so"
+
+dist: build ## Make a tarball: the module, redis.conf.example, the docs, checksums
+	rm -rf $(DIST_DIR)/$(DIST_NAME) && mkdir -p $(DIST_DIR)/$(DIST_NAME)
+	cp redis.conf.example README.md CHANGELOG.md LICENSE $(DIST_DIR)/$(DIST_NAME)/
+	strip --strip-debug -o $(DIST_DIR)/$(DIST_NAME)/librlock.so $(MODULE)
+	cp -r docs $(DIST_DIR)/$(DIST_NAME)/docs
+	echo "rlock $(VERSION), tested on: $(TESTED_ON)" > $(DIST_DIR)/$(DIST_NAME)/TESTED-ON
+	cd $(DIST_DIR)/$(DIST_NAME) && sha256sum librlock.so > SHA256SUMS
+	tar -C $(DIST_DIR) -czf $(DIST_DIR)/$(DIST_NAME).tar.gz $(DIST_NAME)
+	cd $(DIST_DIR) && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
+	@echo "$(DIST_DIR)/$(DIST_NAME).tar.gz"
+
+package: ## Check that the crates meant for crates.io package and build alone
+	$(CARGO) package -p rlock-client -p rlock-cli
 
 bench: build ## Run the benchmarks (package rlock-bench in bench/)
 	@if [ ! -d $(CURDIR)/bench ]; then \
