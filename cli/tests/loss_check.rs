@@ -7,7 +7,7 @@
 mod support;
 mod tool;
 
-use std::process::{Child, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{poll, Server};
@@ -51,15 +51,7 @@ fn a_lock_taken_by_another_owner_stops_the_command_within_the_check_interval() {
     // The watchdog's default lease: its next renewal is 10 s away.
     let (child, reap) = sleeper(&server, &[]);
     let taken = Instant::now();
-    // In one step: no check may see the lock free in between.
-    let mut take = redis::pipe();
-    take.atomic()
-        .cmd("LOCK.FORCERELEASE")
-        .arg("job")
-        .cmd("LOCK.ACQUIRE")
-        .arg("job")
-        .arg("intruder");
-    let _: (u64, u64) = take.query(&mut server.conn()).expect("take the lock over");
+    take_over(&server);
     let out = end(child);
     let took = taken.elapsed();
     assert_eq!(out.status.code(), Some(76), "{out:?}");
@@ -92,4 +84,76 @@ fn a_lock_found_free_stops_the_command_within_a_shorter_check_interval() {
     assert!(group(reap.0).is_empty(), "the command's group lives on");
     assert!(took <= check + MARGIN, "stopped {took:?} after the release");
     eprintln!("stopped {} ms after the release", took.as_millis());
+}
+
+#[test]
+fn checks_that_find_the_lock_held_leave_the_command_alone() {
+    let server = Server::start();
+    // Checks far more often than renewals, over several renewals of a short lease.
+    let args = [
+        "run", "job", "--lease", "600ms", "--renew", "--check", "20ms", "--", "sleep", "1.5",
+    ];
+    let out = end(rlock(&server, &args).spawn().expect("spawn rlock"));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(server.info("job"), None, "released");
+}
+
+/// Takes `job` on `server` from whoever holds it and gives it to `intruder`, in one step (no
+/// check may see it free in between).
+fn take_over(server: &Server) {
+    let mut take = redis::pipe();
+    take.atomic()
+        .cmd("LOCK.FORCERELEASE")
+        .arg("job")
+        .cmd("LOCK.ACQUIRE")
+        .arg("job")
+        .arg("intruder");
+    let _: (u64, u64) = take.query(&mut server.conn()).expect("take the lock over");
+}
+
+#[test]
+fn a_redlock_is_stopped_once_a_majority_of_its_servers_show_it_taken() {
+    let servers = [Server::start(), Server::start(), Server::start()];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
+    cmd.env_remove("RLOCK_URL");
+    for server in &servers {
+        cmd.arg("--url").arg(server.url());
+    }
+    let script = "echo $$; exec sleep 100";
+    cmd.args(["run", "job", "--check", "100ms", "--", "sh", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn rlock");
+    let pgid: i32 = first_line(&mut child).parse().expect("the shell's pid");
+    let reap = Reap(pgid);
+    let on_all = || servers.iter().all(|s| s.info("job").is_some());
+    assert!(
+        poll(Duration::from_secs(5), on_all),
+        "not held on every server"
+    );
+    // One server of three taken: the majority still holds, the command runs on.
+    take_over(&servers[0]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        matches!(child.try_wait(), Ok(None)),
+        "stopped with a majority holding"
+    );
+    let taken = Instant::now();
+    take_over(&servers[2]);
+    let out = end(child);
+    let took = taken.elapsed();
+    assert_eq!(out.status.code(), Some(76), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("2 of 3 servers show it free or held by another"),
+        "{stderr}"
+    );
+    assert!(group(reap.0).is_empty(), "the command's group lives on");
+    let check = Duration::from_millis(100);
+    assert!(
+        took <= check + MARGIN,
+        "stopped {took:?} after a majority was taken"
+    );
+    eprintln!("stopped {} ms after a majority was taken", took.as_millis());
 }
