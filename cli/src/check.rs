@@ -3,10 +3,11 @@
 //! granted it) stops the command at the first check after it, not at the next renewal
 //! (every third of the lease: 10 s with the default lease).
 //!
-//! Only an answer counts: a server that does not answer tells nothing, and the lease's safe
-//! deadline (`supervise.rs`) covers it. A lock on one server is taken once its server shows
-//! it free or held by another holding (another owner, or another token); a RedLock, once
-//! more servers show that than a majority can spare.
+//! Only an answer counts: a server that does not answer, or answers with an error (an ACL
+//! user not allowed `LOCK.INFO`), tells nothing, and the lease's safe deadline
+//! (`supervise.rs`) covers it. A lock on one server is taken once its server shows it free
+//! or held by another holding (another owner, or another token); a RedLock, once more
+//! servers show that than a majority can spare.
 
 use std::time::Duration;
 
