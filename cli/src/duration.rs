@@ -3,6 +3,14 @@
 
 use std::time::Duration;
 
+/// Parses a duration longer than zero (a lease, a timeout, an interval).
+pub fn parse_positive(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        Duration::ZERO => Err(format!("'{text}' must be longer than 0")),
+        duration => Ok(duration),
+    }
+}
+
 /// Parses a duration; see the module docs.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let split = text
@@ -43,7 +51,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_positive};
     use std::time::Duration;
 
     #[test]
@@ -77,5 +85,18 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn a_positive_duration_refuses_zero() {
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for zero in ["0", "0ms", "0.0s", ".0"] {
+            assert_eq!(
+                parse_positive(zero),
+                Err(format!("'{zero}' must be longer than 0"))
+            );
+        }
+        assert_eq!(parse_positive("1ms"), Ok(Duration::from_millis(1)));
+        assert!(parse_positive("-1").is_err());
     }
 }

@@ -4,6 +4,8 @@ use std::time::{Duration, Instant};
 
 use rlock_client::{Error, Guard, LossReason, RedLockGuard};
 
+use crate::check::Holding;
+
 /// A held lock, on one server or on a majority of several.
 pub enum Held {
     /// A lock on one server (or one Redis Cluster).
@@ -32,6 +34,15 @@ impl Held {
         match self {
             Held::One(guard) => guard.token(),
             Held::Quorum(guard) => guard.token(),
+        }
+    }
+
+    /// What the servers show while it holds (`check.rs`).
+    pub fn holding(&self) -> Holding {
+        Holding {
+            key: self.key().to_owned(),
+            owner: self.owner().to_owned(),
+            token: matches!(self, Held::One(_)).then(|| self.token()),
         }
     }
 

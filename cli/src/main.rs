@@ -2,14 +2,15 @@
 //!
 //! ```text
 //! rlock run KEY [--wait D] [--lease D [--renew]] [--kill-grace D] [--kill-leftovers]
-//!           -- CMD ARGS...         run CMD while holding KEY
+//!           [--check D] -- CMD ARGS...   run CMD while holding KEY
 //! rlock info KEY                   show who holds KEY (exit 1: free, 2: error)
 //! rlock release KEY --force        remove KEY's lock, whoever holds it
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
 //! Cluster, any node; with Sentinel, `redis+sentinel://host:port,.../<master-name>`);
-//! `--timeout D` bounds every reply and connection (default 2 s).
+//! `--timeout D` bounds every reply and connection (default 2 s). Both may come before or
+//! after the subcommand. An error of a server names it (`host:port`, see `failure.rs`).
 //! Several `--url`s (an odd number, at least 3, of independent servers) make `run` hold a
 //! RedLock (granted by a majority of them), `info` show each server, and `release` remove
 //! the lock on every one.
@@ -18,15 +19,19 @@
 //! `RLOCK_KEY`, `RLOCK_OWNER` and `RLOCK_TOKEN` (the fencing token) in its environment, and
 //! releases the lock once CMD's process group is empty. `supervise.rs` tells how the group
 //! is stopped before the lock may pass on, `signals.rs` which signals are passed on, and
-//! `group.rs` what stops the group if `rlock` dies.
+//! `group.rs` what stops the group if `rlock` dies, `check.rs` how a lock taken away is
+//! noticed within `--check`.
 //!
 //! Exit status of `run`: CMD's own (128 + n if a signal n ended it); 75 when `--wait` ran
 //! out; 76 when the lock was lost, or its lease was about to end, while CMD ran (CMD is
-//! stopped); 126/127 when CMD cannot be run / is not found; 2 when `--kill-grace` does not
-//! fit in the lease; 1 on any other error.
+//! stopped); 126/127 when CMD cannot be run / is not found; 2 on usage errors (an option
+//! value that cannot work, such as `--lease 0`, or a `--kill-grace` that does not fit in
+//! the lease); 1 on any other error.
 
 mod admin;
+mod check;
 mod duration;
+mod failure;
 mod group;
 mod held;
 mod plan;
@@ -38,9 +43,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use rlock_client::{Client, ClientOptions, Error};
+use rlock_client::{Client, ClientOptions};
 
-use duration::parse_duration;
+use duration::parse_positive;
+use failure::{At, Failure};
 use run::RunCmd;
 
 /// `info` could not tell (as `grep`: 0 found, 1 not found, 2 error).
@@ -56,11 +62,16 @@ struct Cli {
     /// Redis server URL (for a Redis Cluster, any node's; with Sentinel,
     /// redis+sentinel://host:port,.../<master-name>). Give it 3, 5, ... times for
     /// independent servers: `run` then holds a RedLock, granted by a majority of them.
-    #[arg(long, env = "RLOCK_URL", default_value = "redis://127.0.0.1:6379/")]
+    #[arg(
+        long,
+        env = "RLOCK_URL",
+        default_value = "redis://127.0.0.1:6379/",
+        global = true
+    )]
     url: Vec<String>,
     /// How long a connection or a reply may take before rlock gives up (e.g. 500ms, 1.5s);
     /// a waiting run checks this often that the server still answers.
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = parse_positive, default_value = "2s", global = true)]
     timeout: Duration,
     #[command(subcommand)]
     command: Cmd,
@@ -75,16 +86,18 @@ enum Cmd {
     /// process of that group ended (what the command leaves running keeps the lock, unless
     /// --kill-leftovers). The group must be dead before the lock can pass to anyone else: if
     /// the lease is about to end without renewal, the group gets SIGTERM --kill-grace before
-    /// the lease's safe end and SIGKILL just before it; a lock found lost, SIGKILL at once; if
-    /// rlock dies, its guardian kills the group. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+    /// the lease's safe end and SIGKILL just before it; a lock found lost (a renewal refused,
+    /// or a --check showing it free or held by another), SIGKILL at once; if rlock dies, its
+    /// guardian kills the group. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
     /// SIGUSR2 and SIGALRM sent to rlock are passed on to the group. Ctrl-Z (SIGTSTP) stops
     /// the group, then rlock; the lease is not renewed while stopped, and on continuing with
     /// less than --kill-grace of it left, the group is killed instead of continued.
     ///
     /// Exit status: the command's own (128 + n if signal n ended it); 75 when --wait ran out;
     /// 76 when the lock was lost, or its lease was about to end, while the command ran (its
-    /// group is stopped); 126/127 when the command cannot be run / is not found; 2 when
-    /// --kill-grace does not fit in the lease; 1 on other errors (fewer than a majority of
+    /// group is stopped); 126/127 when the command cannot be run / is not found; 2 on usage
+    /// errors (an option value that cannot work, a --kill-grace that does not fit in the
+    /// lease); 1 on other errors (a server that cannot be reached, fewer than a majority of
     /// several --url servers reachable included).
     Run(RunCmd),
     /// Show who holds a lock; exits 1 when it is free, 2 on errors.
@@ -109,16 +122,17 @@ async fn main() -> ExitCode {
         Cmd::Info { .. } => EXIT_INFO_ERROR,
         _ => 1,
     };
+    let timeout = cli.timeout;
     match run(cli).await {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("rlock: {e}");
+        Err(failure) => {
+            eprintln!("rlock: {}", failure.describe(timeout).await);
             ExitCode::from(error_exit)
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<ExitCode, Error> {
+async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let options = ClientOptions::new()
         .connect_timeout(cli.timeout)
         .response_timeout(cli.timeout)
@@ -135,14 +149,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
 
 /// A client of each server. With several servers (a RedLock), one that cannot be reached
 /// now is left out: a majority of them is enough.
-async fn open(urls: &[String], options: ClientOptions) -> Result<Vec<Client>, Error> {
+async fn open(urls: &[String], options: ClientOptions) -> Result<Vec<Client>, Failure> {
     let mut clients = Vec::with_capacity(urls.len());
     for (i, url) in urls.iter().enumerate() {
-        match Client::open_with(url.as_str(), options).await {
+        let server = failure::server_of(url);
+        match Client::open_with(url.as_str(), options).await.at(&server) {
             Ok(client) => clients.push(client),
             // The last one's error is the answer when none could be opened.
             Err(e) if urls.len() > 1 && (i + 1 < urls.len() || !clients.is_empty()) => {
-                eprintln!("rlock: {url}: {e}; going on without it");
+                let within = options.connect_timeout_duration();
+                eprintln!("rlock: {}; going on without it", e.describe(within).await);
             }
             Err(e) => return Err(e),
         }

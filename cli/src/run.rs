@@ -7,7 +7,9 @@ use std::time::Duration;
 use clap::Args;
 use rlock_client::{Client, ClientOptions, Error, LockOptions, RedLock};
 
-use crate::duration::parse_duration;
+use crate::check::Check;
+use crate::duration::{parse_duration, parse_positive};
+use crate::failure::{At, Failure};
 use crate::held::Held;
 use crate::plan::Plan;
 use crate::supervise::supervise;
@@ -28,7 +30,7 @@ pub struct RunCmd {
     wait: Option<Duration>,
     /// A fixed lease instead of the renewing watchdog (the lock ends when it runs out:
     /// the command gets SIGTERM --kill-grace before), unless --renew is given too.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive)]
     lease: Option<Duration>,
     /// Renew the --lease with the watchdog (every third of it) while the command runs.
     #[arg(long, requires = "lease")]
@@ -44,6 +46,11 @@ pub struct RunCmd {
     /// SIGKILL after --kill-grace) instead of keeping the lock until they end.
     #[arg(long)]
     kill_leftovers: bool,
+    /// How often, while the command runs, rlock asks the server who holds the lock
+    /// (LOCK.INFO): the command is killed on the first answer that shows the lock free or
+    /// held by another, without waiting for the next renewal.
+    #[arg(long, value_parser = parse_positive, default_value = "1s")]
+    check: Duration,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -54,11 +61,12 @@ struct RunArgs {
     wait: Option<Duration>,
     options: LockOptions,
     plan: Plan,
+    check: Duration,
 }
 
 impl RunCmd {
     /// Checks the options, opens the servers at `urls`, takes the lock and runs the command.
-    pub async fn run(self, urls: &[String], client: ClientOptions) -> Result<ExitCode, Error> {
+    pub async fn run(self, urls: &[String], client: ClientOptions) -> Result<ExitCode, Failure> {
         let options = match self.lease {
             Some(lease) => LockOptions::new().lease(lease).watchdog(self.renew),
             None => LockOptions::new(),
@@ -71,13 +79,16 @@ impl RunCmd {
             wait: self.wait,
             options,
             plan,
+            check: self.check,
         };
         let (key, command) = (&self.key, &self.command);
         let clients = crate::open(urls, client).await?;
         // By the servers named, not those reached: two of three down is no single server.
         match (urls.len(), clients.as_slice()) {
-            (1, [client]) => run_locked(client, key, &args, command).await,
-            (servers, _) => run_redlocked(servers, clients, key, &args, command).await,
+            (1, [client]) => run_locked(client, key, &args, command)
+                .await
+                .at(client.server()),
+            (servers, _) => Ok(run_redlocked(servers, clients, key, &args, command).await?),
         }
     }
 }
@@ -89,6 +100,7 @@ async fn run_locked(
     command: &[String],
 ) -> Result<ExitCode, Error> {
     let lock = client.lock(key).options(args.options);
+    let check = Check::new(vec![client.clone()], 1, args.check);
     let held = match lock.try_acquire(Duration::ZERO).await? {
         Some(guard) => Some(Held::One(guard)),
         None => {
@@ -100,7 +112,7 @@ async fn run_locked(
             granted.map(|guard| acquired_after_waiting(Held::One(guard)))
         }
     };
-    run_held(key, held, command, args).await
+    run_held(key, held, command, args, check).await
 }
 
 /// `run` over several independent servers: a RedLock, granted by a majority of them.
@@ -120,6 +132,7 @@ async fn run_redlocked(
             needed,
         });
     }
+    let check = Check::new(clients.clone(), servers, args.check);
     let lock = RedLock::with_servers(servers, clients, key)?.options(args.options);
     let held = match lock.try_acquire(Duration::ZERO).await? {
         Some(guard) => Some(Held::Quorum(guard)),
@@ -134,7 +147,7 @@ async fn run_redlocked(
             granted.map(|guard| acquired_after_waiting(Held::Quorum(guard)))
         }
     };
-    run_held(key, held, command, args).await
+    run_held(key, held, command, args, check).await
 }
 
 /// Says on stderr that a lock waited for was acquired.
@@ -149,9 +162,10 @@ async fn run_held(
     held: Option<Held>,
     command: &[String],
     args: &RunArgs,
+    check: Check,
 ) -> Result<ExitCode, Error> {
     match held {
-        Some(held) => supervise(held, command, args.plan).await,
+        Some(held) => supervise(held, command, args.plan, check).await,
         None => {
             eprintln!("rlock: gave up waiting for '{key}'");
             Ok(ExitCode::from(EXIT_TIMEOUT))

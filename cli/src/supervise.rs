@@ -5,22 +5,26 @@
 //! `SIGTERM` the grace before the safe deadline (the guard's `valid_until`, which renewals
 //! move on: only a lock that is not renewed gets there) and `SIGKILL` a little before the
 //! deadline (a quarter of the grace, at most 100 ms, so that a late timer still kills in
-//! time), or at once when the lock is lost before (a renewal refused). It releases the lock only once
-//! every process of the group ended: the command and what it left running (`plan.rs`).
+//! time), or at once when the lock is lost before (a renewal refused, or a check of who
+//! holds it shows it taken away: `check.rs`). It releases the lock only once every process
+//! of the group ended: the command and what it left running (`plan.rs`).
 //!
 //! `SIGTSTP` (Ctrl-Z) stops the group, then `rlock` itself (with `SIGSTOP`: the shell gets
 //! the terminal back). The lease is not renewed while `rlock` is stopped; when it is
 //! continued with less than the grace left of the lease (or none), the group is killed
 //! while still stopped, never continued; otherwise it is continued.
 
+use std::future::Future;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
+use std::pin::Pin;
 use std::process::{ExitCode, ExitStatus};
 use std::time::{Duration, Instant};
 
-use rlock_client::{Error, LossReason};
+use rlock_client::Error;
 use tokio::process::Command;
 
+use crate::check::Check;
 use crate::group::{self, Group};
 use crate::held::Held;
 use crate::plan::{Leftovers, Plan};
@@ -49,12 +53,15 @@ enum Event {
     StopDue,
     KillDue,
     LeftoversDue,
-    Lost(LossReason),
+    /// The lock was lost: why.
+    Lost(String),
 }
 
 /// The command's group under supervision, and what happened to it.
 struct Supervisor<'a> {
     held: &'a Held,
+    /// Resolves when a check shows the lock taken away (`check.rs`).
+    taken: Pin<Box<dyn Future<Output = String>>>,
     group: Group,
     plan: Plan,
     program: &'a str,
@@ -65,13 +72,26 @@ struct Supervisor<'a> {
     killed: bool,
 }
 
-/// Runs the command while the guard holds, and releases the lock once its group ended.
-pub async fn supervise(held: Held, command: &[String], plan: Plan) -> Result<ExitCode, Error> {
+/// Runs the command while the guard holds (and `check` finds it held), and releases the
+/// lock once its group ended; the error is the release's.
+pub async fn supervise(
+    held: Held,
+    command: &[String],
+    plan: Plan,
+    check: Check,
+) -> Result<ExitCode, Error> {
     let Some((program, args)) = command.split_first() else {
         return Ok(ExitCode::from(2));
     };
     // Caught before the command starts, so none is missed once it runs.
-    let mut signals = Signals::catch().map_err(|e| Error::Redis(e.into()))?;
+    let mut signals = match Signals::catch() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("rlock: cannot catch signals: {e}");
+            held.release().await?;
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     let group = match start(&held, program, args) {
         Ok(group) => group,
         Err(e) => {
@@ -81,7 +101,7 @@ pub async fn supervise(held: Held, command: &[String], plan: Plan) -> Result<Exi
             return Ok(ExitCode::from(if not_found { 127 } else { 126 }));
         }
     };
-    let mut run = Supervisor::new(&held, group, plan, program);
+    let mut run = Supervisor::new(&held, check, group, plan, program);
     run.until_empty(&mut signals).await;
     let Supervisor {
         mut group,
@@ -104,9 +124,16 @@ fn start(held: &Held, program: &str, args: &[String]) -> io::Result<Group> {
 }
 
 impl<'a> Supervisor<'a> {
-    fn new(held: &'a Held, group: Group, plan: Plan, program: &'a str) -> Supervisor<'a> {
+    fn new(
+        held: &'a Held,
+        check: Check,
+        group: Group,
+        plan: Plan,
+        program: &'a str,
+    ) -> Supervisor<'a> {
         Supervisor {
             held,
+            taken: Box::pin(check.taken(held.holding())),
             group,
             plan,
             program,
@@ -146,7 +173,8 @@ impl<'a> Supervisor<'a> {
             () = tokio::time::sleep_until(kill_at.into()), if live && self.kill_at.is_some() => {
                 Event::LeftoversDue
             }
-            reason = held.lost(), if live => Event::Lost(reason),
+            reason = held.lost(), if live => Event::Lost(reason.to_string()),
+            shown = &mut self.taken, if live => Event::Lost(shown),
         }
     }
 
@@ -182,7 +210,7 @@ impl<'a> Supervisor<'a> {
     }
 
     /// The lock is lost: `SIGKILL` at once.
-    fn lost(&mut self, reason: LossReason) {
+    fn lost(&mut self, reason: String) {
         eprintln!(
             "rlock: the lock was lost ({reason}): killing {}",
             self.program

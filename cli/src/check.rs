@@ -1,0 +1,99 @@
+//! While the command runs, `run` asks the servers every `--check` who holds the lock
+//! (`LOCK.INFO`), so that a lock taken away (`LOCK.FORCERELEASE`, a `DEL`, another owner
+//! granted it) stops the command at the first check after it, not at the next renewal
+//! (every third of the lease: 10 s with the default lease).
+//!
+//! Only an answer counts: a server that does not answer, or answers with an error (an ACL
+//! user not allowed `LOCK.INFO`), tells nothing, and the lease's safe deadline
+//! (`supervise.rs`) covers it. A lock on one server is taken once its server shows it free
+//! or held by another holding (another owner, or another token); a RedLock, once more
+//! servers show that than a majority can spare.
+
+use std::time::Duration;
+
+use rlock_client::{Client, LockInfo};
+use tokio::task::JoinSet;
+use tokio::time::{interval, MissedTickBehavior};
+
+/// The servers to ask, and how often.
+#[derive(Clone)]
+pub struct Check {
+    clients: Vec<Client>,
+    /// How many servers the lock is on (a RedLock's named ones, reached or not).
+    servers: usize,
+    every: Duration,
+}
+
+/// What `run` holds, as the servers show it.
+pub struct Holding {
+    pub key: String,
+    pub owner: String,
+    /// The holding's token on a single server (a RedLock's differ by server).
+    pub token: Option<u64>,
+}
+
+impl Check {
+    pub fn new(clients: Vec<Client>, servers: usize, every: Duration) -> Check {
+        Check {
+            clients,
+            servers,
+            every,
+        }
+    }
+
+    /// Resolves on the first check that shows `holding` taken away: what the servers showed.
+    pub async fn taken(self, holding: Holding) -> String {
+        let mut ticks = interval(self.every);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // The first tick is now: the lock was just granted.
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            if let Some(shown) = self.look(&holding).await {
+                return shown;
+            }
+        }
+    }
+
+    /// Asks every server at once; what they show, when it says the lock was taken away.
+    async fn look(&self, holding: &Holding) -> Option<String> {
+        let mut asked = JoinSet::new();
+        for client in &self.clients {
+            let (client, key) = (client.clone(), holding.key.clone());
+            asked.spawn(async move { client.info(&key).await });
+        }
+        let mut elsewhere = Vec::new();
+        while let Some(answer) = asked.join_next().await {
+            if let Ok(Ok(info)) = answer {
+                if !ours(info.as_ref(), holding) {
+                    elsewhere.push(info);
+                }
+            }
+        }
+        let majority = self.servers / 2 + 1;
+        if elsewhere.len() <= self.servers - majority {
+            return None;
+        }
+        Some(match (self.servers, elsewhere.as_slice()) {
+            (1, [info]) => format!("the server shows it {}", shown(info.as_ref())),
+            (servers, _) => format!(
+                "{} of {servers} servers show it free or held by another",
+                elsewhere.len()
+            ),
+        })
+    }
+}
+
+/// Whether `info` shows `holding` (any token for a RedLock's).
+fn ours(info: Option<&LockInfo>, holding: &Holding) -> bool {
+    info.is_some_and(|info| {
+        info.owner == holding.owner && holding.token.is_none_or(|token| token == info.token)
+    })
+}
+
+fn shown(info: Option<&LockInfo>) -> String {
+    match info {
+        None => "free".to_owned(),
+        Some(info) => format!("held by {} (token {})", info.owner, info.token),
+    }
+}
