@@ -1,0 +1,98 @@
+//! Taking many waits out at once (a receiver's connection closed with all its tickets):
+//! linear in the waits taken, with a small constant. The index is scanned in its own
+//! order when the waits taken are a good part of it (a scan touches memory in order, where
+//! a lookup per wait would miss the cache every time); each queue is looked up once and
+//! walked in its order.
+
+use std::hash::Hash;
+use std::rc::Rc;
+
+use super::{cost, Db, Registry};
+use crate::idhash::IdMap;
+
+/// Where a wait being taken was: its lock, its number there, its entry and wait id.
+struct Place<C> {
+    db: Db,
+    key: Rc<[u8]>,
+    number: u64,
+    client: C,
+    id: u64,
+}
+
+impl<C: Copy + Eq + Hash> Registry<C> {
+    /// Takes these queued waits (entry, wait id) out of their queues; the deadline timers
+    /// of those taken.
+    pub fn take_many(&mut self, waits: &[(C, u64)]) -> Vec<u64> {
+        let mut places = self.unindex(waits);
+        // A lock's name is one allocation shared by its queue's waiters: its address
+        // tells the queues apart.
+        places.sort_unstable_by_key(|p| (p.db, Rc::as_ptr(&p.key).cast::<u8>() as usize, p.number));
+        let mut timers = Vec::new();
+        for group in places.chunk_by(|a, b| a.db == b.db && Rc::ptr_eq(&a.key, &b.key)) {
+            self.take_from_queue(group, &mut timers);
+        }
+        timers
+    }
+
+    /// Takes the index entries of `waits` out; where they were.
+    fn unindex(&mut self, waits: &[(C, u64)]) -> Vec<Place<C>> {
+        let mut places = Vec::with_capacity(waits.len());
+        if waits.len().saturating_mul(4) < self.index.len() {
+            for &(client, id) in waits {
+                if let Some((db, key, number)) = self.index.remove(&client) {
+                    places.push(Place {
+                        db,
+                        key,
+                        number,
+                        client,
+                        id,
+                    });
+                }
+            }
+            return places;
+        }
+        let wanted: IdMap<C, u64> = waits.iter().copied().collect();
+        self.index.retain(|client, (db, key, number)| {
+            let Some(&id) = wanted.get(client) else {
+                return true;
+            };
+            let (db, key, number) = (*db, Rc::clone(key), *number);
+            places.push(Place {
+                db,
+                key,
+                number,
+                client: *client,
+                id,
+            });
+            false
+        });
+        places
+    }
+
+    /// Takes the waits of one queue, given in its order, out of it.
+    fn take_from_queue(&mut self, group: &[Place<C>], timers: &mut Vec<u64>) {
+        let Some(first) = group.first() else {
+            return;
+        };
+        let (db, key) = (first.db, Rc::clone(&first.key));
+        let Some(queue) = self.dbs.get_mut(&db).and_then(|q| q.get_mut(&key[..])) else {
+            return;
+        };
+        let mut freed = 0;
+        for place in group {
+            let found = queue.waiters.get(&place.number);
+            if !found.is_some_and(|w| w.client == place.client && w.id == place.id) {
+                // Another wait of that entry: it stays, and so does its index entry.
+                let at = (db, Rc::clone(&key), place.number);
+                self.index.insert(place.client, at);
+                continue;
+            }
+            if let Some(waiter) = queue.waiters.remove(&place.number) {
+                freed += cost(&waiter);
+                timers.extend(waiter.deadline_timer);
+            }
+        }
+        self.bytes = self.bytes.saturating_sub(freed);
+        self.drop_if_empty(db, &key);
+    }
+}
