@@ -196,9 +196,12 @@ fn a_few_waits_leave_by_lookup_and_most_by_a_scan() {
         for c in 1..=queued {
             r.enqueue(0, b"k", waiter(c, c as u64));
         }
-        let waits: Vec<(usize, u64)> = (1..=taken).map(|c| (c, c as u64)).collect();
+        let mut waits: Vec<(usize, u64)> = (1..=taken).map(|c| (c, c as u64)).collect();
+        // Not that wait of entry 40: it stays.
+        waits.push((40, 41));
         r.take_many(&waits);
         assert_eq!(r.waiting(), queued - taken);
+        assert_eq!(r.location(40), Some((0, &b"k"[..])));
         assert_eq!(r.first(0, b"k").map(|w| w.client), Some(taken + 1));
         assert_eq!(r.take(1, None), None, "gone from the index too");
     }

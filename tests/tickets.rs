@@ -180,7 +180,10 @@ fn cancel_answers_0_for_a_queued_ticket_the_token_for_a_mailed_grant_else_nil() 
     assert_eq!(int(&mut con, &["LOCK.CANCEL", "k", &id.to_string()]), 0);
     assert_eq!(waiters(&mut con, "k"), 0);
     // Cancelled by another connection of its user: its receiver is told.
-    let told = (id, "-CANCELLED the wait was cancelled by LOCK.CANCEL".to_owned());
+    let told = (
+        id,
+        "-CANCELLED the wait was cancelled by LOCK.CANCEL".to_owned(),
+    );
     assert_eq!(r.outcome(), told);
     // A mailed grant, not read yet: the cancel is its delivery.
     let mut mailbox = Receiver::resp2(&server);

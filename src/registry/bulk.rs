@@ -7,7 +7,7 @@
 use std::hash::Hash;
 use std::rc::Rc;
 
-use super::{cost, Db, Registry};
+use super::{cost, Db, Registry, Waiter};
 use crate::idhash::IdMap;
 
 /// Where a wait being taken was: its lock, its number there, its entry and wait id.
@@ -24,11 +24,14 @@ impl<C: Copy + Eq + Hash> Registry<C> {
     /// of those taken.
     pub fn take_many(&mut self, waits: &[(C, u64)]) -> Vec<u64> {
         let mut places = self.unindex(waits);
-        // A lock's name is one allocation shared by its queue's waiters: its address
-        // tells the queues apart.
-        places.sort_unstable_by_key(|p| (p.db, Rc::as_ptr(&p.key).cast::<u8>() as usize, p.number));
+        let same = |a: &Place<C>, b: &Place<C>| a.db == b.db && Rc::ptr_eq(&a.key, &b.key);
+        if !places.windows(2).all(|w| same(&w[0], &w[1])) {
+            // A lock's name is one allocation shared by its queue's waiters: its address
+            // tells the queues apart.
+            places.sort_unstable_by_key(|p| (p.db, Rc::as_ptr(&p.key).cast::<u8>() as usize));
+        }
         let mut timers = Vec::new();
-        for group in places.chunk_by(|a, b| a.db == b.db && Rc::ptr_eq(&a.key, &b.key)) {
+        for group in places.chunk_by(same) {
             self.take_from_queue(group, &mut timers);
         }
         timers
@@ -69,7 +72,8 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         places
     }
 
-    /// Takes the waits of one queue, given in its order, out of it.
+    /// Takes the waits of one queue out of it: one by one when they are few, or in one
+    /// walk of the queue, in its order, when they are a good part of it.
     fn take_from_queue(&mut self, group: &[Place<C>], timers: &mut Vec<u64>) {
         let Some(first) = group.first() else {
             return;
@@ -78,19 +82,43 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         let Some(queue) = self.dbs.get_mut(&db).and_then(|q| q.get_mut(&key[..])) else {
             return;
         };
+        // (number, entry, wait id) of each wait, without a pointer to chase.
+        let mut waits: Vec<(u64, C, u64)> =
+            group.iter().map(|p| (p.number, p.client, p.id)).collect();
         let mut freed = 0;
-        for place in group {
-            let found = queue.waiters.get(&place.number);
-            if !found.is_some_and(|w| w.client == place.client && w.id == place.id) {
-                // Another wait of that entry: it stays, and so does its index entry.
-                let at = (db, Rc::clone(&key), place.number);
-                self.index.insert(place.client, at);
-                continue;
-            }
-            if let Some(waiter) = queue.waiters.remove(&place.number) {
-                freed += cost(&waiter);
+        let mut take = |client: C, id: u64, waiter: &Waiter<C>| {
+            let ours = waiter.client == client && waiter.id == id;
+            if ours {
+                freed += cost(waiter);
                 timers.extend(waiter.deadline_timer);
             }
+            ours
+        };
+        if waits.len().saturating_mul(4) < queue.waiters.len() {
+            waits.retain(|&(number, client, id)| {
+                let ours = queue
+                    .waiters
+                    .get(&number)
+                    .is_some_and(|w| take(client, id, w));
+                if ours {
+                    queue.waiters.remove(&number);
+                }
+                !ours
+            });
+        } else {
+            waits.sort_unstable_by_key(|w| w.0);
+            let mut next = waits.iter().peekable();
+            queue.waiters.retain(|number, waiter| {
+                while next.next_if(|w| w.0 < *number).is_some() {}
+                next.next_if(|&&(n, client, id)| n == *number && take(client, id, waiter))
+                    .is_none()
+            });
+            waits
+                .retain(|(n, client, _)| queue.waiters.get(n).is_some_and(|w| w.client == *client));
+        }
+        // Another wait of such an entry stays queued, and so does its index entry.
+        for &(number, client, _) in &waits {
+            self.index.insert(client, (db, Rc::clone(&key), number));
         }
         self.bytes = self.bytes.saturating_sub(freed);
         self.drop_if_empty(db, &key);
