@@ -145,6 +145,13 @@ impl Receivers {
         entry.subscribed
     }
 
+    /// A push to `receiver` reached nobody: its subscription is to be checked again.
+    pub fn unsubscribed(&mut self, receiver: u64) {
+        if let Some(r) = self.receivers.get_mut(&receiver) {
+            r.subscribed = false;
+        }
+    }
+
     /// The queued ticket `id`.
     pub fn ticket(&self, id: u64) -> Option<&Ticket> {
         self.tickets.get(&id)

@@ -90,6 +90,17 @@ pub fn subscribed(receiver: u64, mark: bool) -> bool {
     with(|t| t.subscribed(receiver, mark))
 }
 
+/// The receiver of the registry entry `client` (wait `id`), if it is a push ticket.
+pub fn push_receiver(client: usize, id: u64) -> Option<u64> {
+    if !is_ticket(client) {
+        return None;
+    }
+    with(|t| {
+        let ticket = t.ticket(id)?;
+        (ticket.delivery == Delivery::Push).then_some(ticket.receiver)
+    })
+}
+
 /// The ticket `id` left its queue: forget it.
 pub fn forget(id: u64) -> Option<Ticket> {
     with(|t| t.forget(id))
@@ -123,7 +134,14 @@ pub fn deliver(
         return Ok(true);
     };
     match ticket.delivery {
-        Delivery::Push => publish(ctx, ticket.receiver, waiter.id, &outcome),
+        Delivery::Push => {
+            let reached = publish(ctx, ticket.receiver, waiter.id, &outcome)?;
+            if !reached {
+                // It left its channel: its next push ticket checks again.
+                with(|t| t.unsubscribed(ticket.receiver));
+            }
+            Ok(reached)
+        }
         Delivery::Pull => {
             let mail = Mail {
                 wait: waiter.id,

@@ -4,6 +4,11 @@
 
 #[path = "ticket_abuse/commands.rs"]
 mod commands;
+#[path = "ticket_abuse/push.rs"]
+mod push;
+#[path = "tickets/receiver.rs"]
+#[allow(dead_code)]
+mod receiver;
 #[path = "ticket_abuse/rights.rs"]
 mod rights;
 mod support;
