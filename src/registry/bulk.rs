@@ -4,6 +4,7 @@
 //! a lookup per wait would miss the cache every time); each queue is looked up once and
 //! walked in its order.
 
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::rc::Rc;
 
@@ -95,26 +96,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             ours
         };
         if waits.len().saturating_mul(4) < queue.waiters.len() {
-            waits.retain(|&(number, client, id)| {
-                let ours = queue
-                    .waiters
-                    .get(&number)
-                    .is_some_and(|w| take(client, id, w));
-                if ours {
-                    queue.waiters.remove(&number);
-                }
-                !ours
-            });
+            by_number(&mut queue.waiters, &mut waits, &mut take);
         } else {
-            waits.sort_unstable_by_key(|w| w.0);
-            let mut next = waits.iter().peekable();
-            queue.waiters.retain(|number, waiter| {
-                while next.next_if(|w| w.0 < *number).is_some() {}
-                next.next_if(|&&(n, client, id)| n == *number && take(client, id, waiter))
-                    .is_none()
-            });
-            waits
-                .retain(|(n, client, _)| queue.waiters.get(n).is_some_and(|w| w.client == *client));
+            in_order(&mut queue.waiters, &mut waits, &mut take);
         }
         // Another wait of such an entry stays queued, and so does its index entry.
         for &(number, client, _) in &waits {
@@ -123,4 +107,41 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         self.bytes = self.bytes.saturating_sub(freed);
         self.drop_if_empty(db, &key);
     }
+}
+
+/// What a wait of `waits` (number, entry, wait id) is checked and taken with: whether the
+/// waiter at that number is that wait (then it is taken).
+type Take<'a, C> = dyn FnMut(C, u64, &Waiter<C>) -> bool + 'a;
+
+/// Takes each of `waits` out of `waiters` by its number; leaves in `waits` those that
+/// were not there.
+fn by_number<C: Copy>(
+    waiters: &mut BTreeMap<u64, Waiter<C>>,
+    waits: &mut Vec<(u64, C, u64)>,
+    take: &mut Take<'_, C>,
+) {
+    waits.retain(|&(number, client, id)| {
+        let ours = waiters.get(&number).is_some_and(|w| take(client, id, w));
+        if ours {
+            waiters.remove(&number);
+        }
+        !ours
+    });
+}
+
+/// Takes `waits` out of `waiters` in one walk of both in order; leaves in `waits` those
+/// whose entry is still queued (another wait of it).
+fn in_order<C: Copy + Eq>(
+    waiters: &mut BTreeMap<u64, Waiter<C>>,
+    waits: &mut Vec<(u64, C, u64)>,
+    take: &mut Take<'_, C>,
+) {
+    waits.sort_unstable_by_key(|w| w.0);
+    let mut next = waits.iter().peekable();
+    waiters.retain(|number, waiter| {
+        while next.next_if(|w| w.0 < *number).is_some() {}
+        next.next_if(|&&(n, client, id)| n == *number && take(client, id, waiter))
+            .is_none()
+    });
+    waits.retain(|(n, client, _)| waiters.get(n).is_some_and(|w| w.client == *client));
 }
