@@ -5,8 +5,11 @@
 //!
 //! Used only where the server has it: `RedisModule_SetCommandACLCategories` (Redis 7.2+,
 //! the commands' ACL categories), `RedisModule_GetUsedMemoryRatio` (the gate's memory
-//! check: without it, the `deny-oom` of `LOCK.ACQUIRE` is the only one). `RedisModule_OnLoad` is the module's
-//! entry point, and `RedisModule_Init` fills in the API before the check.
+//! check: without it, the `deny-oom` of `LOCK.ACQUIRE` is the only one),
+//! `RedisModule_GetCurrentUserName` and `RedisModule_GetClientUserNameById` (the ACL user of
+//! a ticket's sender and receiver: without them, `LOCK.WAIT ... TO` names only the caller
+//! itself, and only a wait's sender or receiver may cancel it). `RedisModule_OnLoad` is the
+//! module's entry point, and `RedisModule_Init` fills in the API before the check.
 
 use redis_module::raw;
 

@@ -78,12 +78,15 @@ pub fn arm_deadline(
     if wait_ms <= 0 {
         return Ok(None);
     }
-    let create_timer = api!(RedisModule_CreateTimer);
     let data = Box::into_raw(Box::new(Deadline { id, client }));
-    let period = node::timer_period(wait_ms);
-    Ok(Some(unsafe {
-        create_timer(ctx, period, Some(on_expiry), data.cast::<c_void>())
-    }))
+    match node::create_timer(ctx, wait_ms, on_expiry, data.cast::<c_void>()) {
+        Some(timer) => Ok(Some(timer)),
+        None => {
+            // Never armed: the box is still ours.
+            drop(unsafe { Box::from_raw(data) });
+            Err(LockError::MissingApi("RedisModule_CreateTimer"))
+        }
+    }
 }
 
 /// Unblocks a client that left its queue; its reply callback sends `outcome`.
@@ -104,12 +107,9 @@ pub fn release_handle(bc: Bc) -> Result<(), LockError> {
 
 /// Cancels a waiter's deadline timer (it was served or left) and frees its data.
 pub fn stop_deadline(ctx: *mut raw::RedisModuleCtx, timer: Option<u64>) {
-    let (Some(timer), Some(stop)) = (timer, unsafe { raw::RedisModule_StopTimer }) else {
-        return;
-    };
-    let mut data: *mut c_void = ptr::null_mut();
-    if unsafe { stop(ctx, timer, &mut data) } == raw::REDISMODULE_OK as c_int && !data.is_null() {
-        // Made by `Box::into_raw` in `block`; a stopped timer never fires.
+    let data = timer.and_then(|timer| node::stop_timer(ctx, timer));
+    if let Some(data) = data.filter(|d| !d.is_null()) {
+        // Made by `Box::into_raw` in `arm_deadline`; a stopped timer never fires.
         drop(unsafe { Box::from_raw(data.cast::<Deadline>()) });
     }
 }
@@ -117,6 +117,7 @@ pub fn stop_deadline(ctx: *mut raw::RedisModuleCtx, timer: Option<u64>) {
 extern "C" fn wait_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands back the box made in `block`; it is ours to free.
     let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
+    node::timer_fired();
     guard::callback("wait deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
         if waiters::take_entry(deadline.client, Some(deadline.id)).is_some() {

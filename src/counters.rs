@@ -62,3 +62,27 @@ pub const ALL: [(&str, &Counter); 12] = [
     ("force_releases", &FORCE_RELEASES),
     ("revoked_grants", &REVOKED_GRANTS),
 ];
+
+/// A gauge: a count that goes up and down.
+pub struct Gauge(AtomicI64);
+
+impl Gauge {
+    const fn new() -> Self {
+        Gauge(AtomicI64::new(0))
+    }
+
+    pub fn up(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn down(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Module timers armed and not yet fired or stopped.
+pub static TIMERS: Gauge = Gauge::new();

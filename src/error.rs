@@ -8,6 +8,9 @@
 
 use std::fmt;
 
+pub use crate::echo::{clip, printable, MAX_ECHO};
+pub use crate::fence_error::{FenceError, Refusal};
+
 /// Which numeric option an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opt {
@@ -108,110 +111,15 @@ pub enum LockError {
     NotSubscribed(u64),
     /// `LOCK.WAIT ... TO id` naming no connection.
     NoClient(u64),
-}
-
-/// Why `LOCK.FENCED` did not run its inner command (the lock not held by the owner at all
-/// is [`LockError::NotHeld`]). Command names and keys are echoed clipped ([`clip`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FenceError {
-    /// The owner holds the lock, but another holding than the caller's: a newer one (a
-    /// greater token), or one whose token is not the caller's at all.
-    Stale {
-        key: Vec<u8>,
-        owner: Vec<u8>,
-        token: i64,
-        current: i64,
-    },
-    /// An inner command that cannot run fenced.
-    Refused { command: Vec<u8>, why: Refusal },
-    /// In a cluster, an inner key outside the lock's slot.
-    CrossSlot { key: Vec<u8>, lock: Vec<u8> },
-    /// The server has no such command.
-    Unknown { command: Vec<u8> },
-    /// The inner command has the wrong number of arguments.
-    Arity { command: Vec<u8> },
-    /// The caller's ACL user may not run the inner command or touch its keys.
-    NoPerm { command: Vec<u8> },
-    /// `maxmemory` is reached and the inner command may use memory.
-    Oom,
-    /// The server refused the inner command for another reason (its `errno`).
-    NotRun { command: Vec<u8>, errno: i32 },
-}
-
-/// Why an inner command cannot run fenced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// It may block (`BLPOP`, `XREAD ... BLOCK`, `WAIT`).
-    Blocking,
-    /// `MULTI`, `EXEC`, `WATCH` and the like, or a subscription.
-    Transaction,
-    /// Another `LOCK.*` command.
-    LockCommand,
-    /// It names no key, so nothing ties it to the lock's slot (`FLUSHALL`, `SWAPDB`).
-    NoKeys,
-    /// It may write, move or delete the lock's own key.
-    LockKey,
-    /// A command a script may not run (`EVAL`, `FCALL`, ...), while `LOCK.FENCED` itself
-    /// runs in a script: Redis cannot run a script inside a script.
-    InScript,
-}
-
-impl fmt::Display for FenceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FenceError::Stale { key, owner, token, current } => write!(
-                f,
-                "FENCED lock '{}' is held by '{}' with {} ({current}), not {token}",
-                printable(key),
-                printable(owner),
-                if current > token { "a newer token" } else { "another token" }
-            ),
-            FenceError::Refused { command, why } => {
-                let command = printable(command);
-                write!(f, "ERR LOCK.FENCED refuses '{command}': {}", why.text())
-            }
-            FenceError::CrossSlot { key, lock } => write!(
-                f,
-                "CROSSSLOT LOCK.FENCED: key '{}' is not in the slot of lock '{}'; give both one hash tag (lock:{{order:42}} and order:{{order:42}})",
-                printable(key),
-                printable(lock)
-            ),
-            FenceError::Unknown { command } => {
-                write!(f, "ERR unknown command '{}' in LOCK.FENCED", printable(command))
-            }
-            FenceError::Arity { command } => write!(
-                f,
-                "ERR wrong number of arguments for '{}' in LOCK.FENCED",
-                printable(command)
-            ),
-            FenceError::NoPerm { command } => write!(
-                f,
-                "NOPERM this user has no permissions to run '{}' or to access its keys (in LOCK.FENCED)",
-                printable(command)
-            ),
-            FenceError::Oom => f.write_str(
-                "OOM command not allowed when used memory > 'maxmemory' (in LOCK.FENCED)",
-            ),
-            FenceError::NotRun { command, errno } => write!(
-                f,
-                "ERR LOCK.FENCED could not run '{}' here (errno {errno})",
-                printable(command)
-            ),
-        }
-    }
-}
-
-impl Refusal {
-    fn text(self) -> &'static str {
-        match self {
-            Refusal::Blocking => "it may block",
-            Refusal::Transaction => "transactions and subscriptions cannot run inside it",
-            Refusal::LockCommand => "lock commands cannot run inside it",
-            Refusal::NoKeys => "it names no key, so nothing ties it to the lock",
-            Refusal::LockKey => "it may write the lock's own key",
-            Refusal::InScript => "it cannot run inside a script",
-        }
-    }
+    /// `LOCK.WAIT ... TO id` naming a connection of another ACL user.
+    ToOtherUser(u64),
+    /// `LOCK.CANCEL` of a wait by a connection that is neither its sender, nor its
+    /// receiver, nor of its ACL user.
+    NotYourWait(u64),
+    /// A ticket's outcome: another connection of its user cancelled it.
+    Cancelled,
+    /// `LOCK.GRANTS` inside a script or a function (it would read the script's mailbox).
+    GrantsInScript,
 }
 
 impl fmt::Display for LockError {
@@ -302,43 +210,23 @@ impl fmt::Display for LockError {
                 "ERR subscribe to __rlock__:{id} first (LOCK.WAIT without TO pushes outcomes there)"
             ),
             LockError::NoClient(id) => write!(f, "ERR no client {id}"),
+            LockError::ToOtherUser(id) => write!(
+                f,
+                "ERR TO names connection {id} of another ACL user: outcomes go only to connections of the caller's user"
+            ),
+            LockError::NotYourWait(id) => write!(
+                f,
+                "ERR LOCK.CANCEL: wait {id} is not yours: only the connection that queued it, its receiver, or a connection of the same ACL user may cancel it"
+            ),
+            LockError::Cancelled => f.write_str("CANCELLED the wait was cancelled by LOCK.CANCEL"),
+            LockError::GrantsInScript => f.write_str(
+                "ERR LOCK.GRANTS cannot run inside a script or a function: it reads the calling connection's mailbox",
+            ),
         }
     }
 }
 
 impl std::error::Error for LockError {}
-
-/// The most bytes of a client's argument an error line echoes.
-pub const MAX_ECHO: usize = 128;
-
-/// The part of `bytes` an error may echo: the first [`MAX_ECHO`] bytes, and one more to
-/// tell that there were more (so an error never copies a whole big argument).
-pub fn clip(bytes: &[u8]) -> Vec<u8> {
-    bytes[..bytes.len().min(MAX_ECHO + 1)].to_vec()
-}
-
-/// Renders bytes for an error line: printable ASCII as is, every other byte (and `\`)
-/// as a `\xHH` escape, so the result never holds CR, LF or NUL; past [`MAX_ECHO`] bytes,
-/// `...` stands for the rest.
-pub fn printable(bytes: &[u8]) -> String {
-    let shown = &bytes[..bytes.len().min(MAX_ECHO)];
-    let mut out = String::with_capacity(shown.len() + 3);
-    push_printable(&mut out, shown);
-    if shown.len() < bytes.len() {
-        out.push_str("...");
-    }
-    out
-}
-
-fn push_printable(out: &mut String, bytes: &[u8]) {
-    for &b in bytes {
-        if (0x20..0x7f).contains(&b) && b != b'\\' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-}
 
 #[cfg(test)]
 #[path = "error_tests.rs"]

@@ -242,3 +242,27 @@ fn gate_errors_carry_the_codes_clients_act_on() {
     );
     assert!(text(LockError::Evicted).starts_with("OOM rlock: the lock was evicted"));
 }
+
+#[test]
+fn ticket_rights_errors_name_the_connection_or_the_wait() {
+    assert_eq!(
+        text(LockError::ToOtherUser(12)),
+        "ERR TO names connection 12 of another ACL user: outcomes go only to connections of the caller's user"
+    );
+    assert_eq!(
+        text(LockError::NotYourWait(7)),
+        "ERR LOCK.CANCEL: wait 7 is not yours: only the connection that queued it, its receiver, or a connection of the same ACL user may cancel it"
+    );
+    assert_eq!(
+        text(LockError::GrantsInScript),
+        "ERR LOCK.GRANTS cannot run inside a script or a function: it reads the calling connection's mailbox"
+    );
+}
+
+#[test]
+fn a_cancelled_wait_has_a_code_of_its_own() {
+    assert_eq!(
+        text(LockError::Cancelled),
+        "CANCELLED the wait was cancelled by LOCK.CANCEL"
+    );
+}

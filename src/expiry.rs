@@ -99,6 +99,7 @@ pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
 
 /// Arms a check at `deadline_ms` (Unix ms), unless an earlier one is pending.
 pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) {
+    stop_stale(ctx);
     // The lease is over when the clock reaches its deadline (Redis itself would keep the
     // key through that millisecond): the check hands it on then.
     if waiters::claim_check(db, key, deadline_ms) {
@@ -127,15 +128,18 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) 
     }
 }
 
+/// Stops the lease timers of queues that emptied: a lock whose queue empties and fills
+/// again, over and over, must not pile up timers until its lease ends. Run whenever a check
+/// is armed, and by the heartbeat.
+pub fn stop_stale(ctx: *mut raw::RedisModuleCtx) {
+    for timer in waiters::take_stale_timers() {
+        stop(ctx, timer);
+    }
+}
+
 /// Stops a lease timer that has not fired, and frees its check.
 fn stop(ctx: *mut raw::RedisModuleCtx, timer: u64) {
-    let Some(stop_timer) = (unsafe { raw::RedisModule_StopTimer }) else {
-        return;
-    };
-    let mut data: *mut c_void = std::ptr::null_mut();
-    if unsafe { stop_timer(ctx, timer, &mut data) } == raw::REDISMODULE_OK as c_int
-        && !data.is_null()
-    {
+    if let Some(data) = node::stop_timer(ctx, timer).filter(|d| !d.is_null()) {
         // The timer's data is the box made in `schedule`, never handed to `run_check`.
         drop(unsafe { Box::from_raw(data.cast::<Check>()) });
     }
@@ -156,10 +160,12 @@ impl Check {
 
 /// Creates the timer of `check`; returns its id.
 fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) -> Option<u64> {
-    let create_timer = unsafe { raw::RedisModule_CreateTimer }?;
     let data = Box::into_raw(Box::new(check));
-    let period = node::timer_period(delay_ms);
-    let timer = unsafe { create_timer(ctx, period, Some(run_check), data.cast::<c_void>()) };
+    let Some(timer) = node::create_timer(ctx, delay_ms, run_check, data.cast::<c_void>()) else {
+        // Never armed: the box is still ours.
+        drop(unsafe { Box::from_raw(data) });
+        return None;
+    };
     // The box is the timer's until it fires (never within this call).
     unsafe { (*data).timer = timer };
     Some(timer)
@@ -168,6 +174,7 @@ fn schedule(ctx: *mut raw::RedisModuleCtx, check: Check, delay_ms: i64) -> Optio
 extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands us back the box made in `schedule`; it is ours to free.
     let check = unsafe { Box::from_raw(data.cast::<Check>()) };
+    node::timer_fired();
     guard::callback("lock expiry timer", || {
         let now = node::now_ms().max(check.fire_at);
         waiters::check_ran(check.db, &check.key, now, check.timer);

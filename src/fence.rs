@@ -84,9 +84,7 @@ pub fn refusal(argv: &[&[u8]], in_script: bool) -> Option<Refusal> {
     if in_script && is(&SCRIPTS) {
         // Redis asserts that no script runs when one starts: it would crash.
         Some(Refusal::InScript)
-    } else if is(&BLOCKING)
-        || (stream_read && argv.iter().any(|a| a.eq_ignore_ascii_case(b"block")))
-    {
+    } else if is(&BLOCKING) || (stream_read && blocks_on_streams(argv)) {
         Some(Refusal::Blocking)
     } else if is(&TRANSACTION) {
         Some(Refusal::Transaction)
@@ -95,6 +93,28 @@ pub fn refusal(argv: &[&[u8]], in_script: bool) -> Option<Refusal> {
     } else {
         None
     }
+}
+
+/// Whether `XREAD`/`XREADGROUP` (`argv`, its name first) has the option `BLOCK`: only the
+/// options before `STREAMS` count (a stream, a group or a consumer may be named `block`).
+fn blocks_on_streams(argv: &[&[u8]]) -> bool {
+    let mut rest = argv.get(1..).unwrap_or_default();
+    while let [option, ..] = rest {
+        let is = |name: &str| option.eq_ignore_ascii_case(name.as_bytes());
+        let skip = if is("streams") {
+            return false;
+        } else if is("block") {
+            return true;
+        } else if is("group") {
+            3
+        } else if is("count") {
+            2
+        } else {
+            1
+        };
+        rest = rest.get(skip..).unwrap_or_default();
+    }
+    false
 }
 
 /// Whether `name` is a `LOCK.*` command (their keys are never looked up inside

@@ -167,3 +167,43 @@ fn only_the_current_holding_passes() {
     );
     assert_eq!(check_holding(None, b"k", b"b", 9), Err(not_held));
 }
+
+#[test]
+fn only_a_block_option_before_streams_makes_a_stream_read_blocking() {
+    let blocking = |argv: &[&[u8]]| refusal(argv, false) == Some(Refusal::Blocking);
+    assert!(!blocking(&[
+        b"XREAD", b"COUNT", b"1", b"STREAMS", b"block", b"0"
+    ]));
+    assert!(!blocking(&[
+        b"XREAD", b"STREAMS", b"s", b"block", b"0", b"0"
+    ]));
+    assert!(!blocking(&[
+        b"XREADGROUP",
+        b"GROUP",
+        b"block",
+        b"block",
+        b"STREAMS",
+        b"block",
+        b">"
+    ]));
+    assert!(!blocking(&[
+        b"XREAD", b"COUNT", b"block", b"STREAMS", b"s", b"0"
+    ]));
+    assert!(blocking(&[
+        b"xreadgroup",
+        b"GROUP",
+        b"g",
+        b"c",
+        b"NOACK",
+        b"block",
+        b"5",
+        b"STREAMS",
+        b"s",
+        b">"
+    ]));
+    assert!(blocking(&[
+        b"XREAD", b"COUNT", b"1", b"Block", b"0", b"STREAMS", b"s", b"0"
+    ]));
+    // Cut short: Redis answers the arity error itself, nothing blocks.
+    assert!(!blocking(&[b"XREAD", b"COUNT"]));
+}

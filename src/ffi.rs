@@ -79,6 +79,24 @@ impl Drop for OwnedString {
     }
 }
 
+/// The ACL user name the calling client runs as; `None` when it has none (the master's
+/// link, an AOF being loaded) or the server lacks the API.
+pub fn current_user(ctx: *mut raw::RedisModuleCtx) -> Option<Vec<u8>> {
+    let name = unsafe { raw::RedisModule_GetCurrentUserName }?;
+    adopt_name(ctx, unsafe { name(ctx) })
+}
+
+/// The ACL user name the connection `id` runs as; `None` when there is no such
+/// connection, it has no user, or the server lacks the API.
+pub fn user_of(ctx: *mut raw::RedisModuleCtx, id: u64) -> Option<Vec<u8>> {
+    let name = unsafe { raw::RedisModule_GetClientUserNameById }?;
+    adopt_name(ctx, unsafe { name(ctx, id) })
+}
+
+fn adopt_name(ctx: *mut raw::RedisModuleCtx, s: *mut raw::RedisModuleString) -> Option<Vec<u8>> {
+    (!s.is_null()).then(|| OwnedString::adopt(ctx, s).bytes().to_vec())
+}
+
 /// `n` in decimal, written at the end of `buf` (20 bytes hold `i64::MIN`).
 fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut rest = n.unsigned_abs();

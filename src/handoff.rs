@@ -19,7 +19,7 @@ use crate::node;
 use crate::reply::Outcome;
 use crate::store::{LockEntry, LockKey, Name, Over, Replicate};
 use crate::token::{self, TOKENS};
-use crate::waiters;
+use crate::{blocked, tickets, waiters};
 use crate::{counters, ending, publish, registry};
 
 /// Who a fresh holding is for.
@@ -100,11 +100,19 @@ pub fn hand_off(
     in_command: bool,
 ) -> Result<Handed, LockError> {
     let (mut undelivered, mut later) = (false, None);
+    // Push receivers that took no grant in this call (they left their channel): their
+    // other tickets leave the queue without a holding written for each.
+    let mut deaf: Vec<u64> = Vec::new();
     // Bounded by the queue: each turn that does not return takes one waiter out.
     for _ in 0..=waiters::queue_len(db, key.name()) {
         let Some(first) = waiters::first(db, key.name()) else {
             break;
         };
+        let push_to = tickets::push_receiver(first.client, first.id);
+        if push_to.is_some_and(|r| deaf.contains(&r)) {
+            drop_first(ctx, db, key.name());
+            continue;
+        }
         let owner = OwnedString::new(ctx, &first.owner)?;
         let claim = Claim {
             owner: Name::of(&owner),
@@ -118,6 +126,7 @@ pub fn hand_off(
                     return Ok(Handed::To(deadline_ms));
                 }
                 counters::REVOKED_GRANTS.bump();
+                deaf.extend(push_to);
                 (over, undelivered) = (Over::Other, true);
                 continue;
             }
@@ -163,6 +172,15 @@ fn grant(
         counters::HANDOFFS.bump();
     }
     Ok(delivered)
+}
+
+/// The first waiter of `key` is a push ticket whose receiver took no grant in this call:
+/// it leaves the queue, and there is nobody to tell.
+fn drop_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
+    if let Some(waiter) = waiters::pop_first(db, key) {
+        blocked::stop_deadline(ctx, waiter.deadline_timer);
+        tickets::forget(waiter.id);
+    }
 }
 
 /// The first waiter of `key` is past its `WAIT` limit: it gets nil.

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use redis_module::raw;
 
 use crate::error::LockError;
-use crate::ffi::api;
 use crate::stall::{BEAT_MS, STALLS};
 use crate::{expiry, gate, guard, node, waiters};
 
@@ -31,15 +30,18 @@ pub fn loaded() {
 }
 
 fn schedule(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
-    let create_timer = api!(RedisModule_CreateTimer);
-    unsafe { create_timer(ctx, BEAT_MS, Some(beat), ptr::null_mut()) };
-    Ok(())
+    match node::create_timer(ctx, BEAT_MS, beat, ptr::null_mut()) {
+        Some(_) => Ok(()),
+        None => Err(LockError::MissingApi("RedisModule_CreateTimer")),
+    }
 }
 
 extern "C" fn beat(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    node::timer_fired();
     guard::callback("heartbeat", || {
         let now = node::now_ms();
         STALLS.beat(now);
+        expiry::stop_stale(ctx);
         gate::learn_role(ctx);
         let delay_end = gate::fenced_until(now).unwrap_or(0);
         if DELAY_END.swap(delay_end, Ordering::Relaxed) != delay_end && waiters::any() {

@@ -10,6 +10,7 @@ use std::ffi::c_int;
 use redis_module::raw;
 
 use crate::counters;
+use crate::stall::STALLS;
 use crate::token::{self, TOKENS};
 use crate::{gate, guard, node, tickets, waiters};
 
@@ -38,9 +39,9 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
 /// connections aside).
 const BLOCKED_CLIENT_BYTES: usize = 28 * 1024;
 
-fn gauges() -> [(&'static str, i64); 5] {
+fn gauges() -> [(&'static str, i64); 8] {
     let (queued, queues, bytes) = waiters::gauges();
-    let (tickets, ticket_bytes) = tickets::gauges();
+    let (tickets, unread, ticket_bytes) = tickets::gauges();
     // A ticket is no blocked client: it costs its registry entry and its tables alone.
     let memory = queued
         .saturating_sub(tickets)
@@ -53,6 +54,9 @@ fn gauges() -> [(&'static str, i64); 5] {
         ("waiters_memory", to_i64(memory)),
         ("next_token", TOKENS.peek(token::now_us())),
         ("failover_delay_remaining", failover_delay_remaining()),
+        ("unread_outcomes", to_i64(unread)),
+        ("timers", counters::TIMERS.get()),
+        ("stalls", STALLS.count()),
     ]
 }
 

@@ -28,10 +28,11 @@
 //!   containment; `config.rs` — the `rlock.*` configs; `gate.rs` — the facts the gate
 //!   decides on; `inner.rs` — the command `LOCK.FENCED` runs (its keys, the call);
 //!   `fence.rs` — `LOCK.FENCED`'s rules.
-//! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `lock.rs` (the state
-//!   machine), `verdict.rs` (the gate's rules), `stall.rs` (the stall clock), `args.rs`,
-//!   `error.rs` (every error text), `token.rs`, `channel.rs`,
-//!   `counters.rs`, `reply.rs`, `spec.rs`.
+//! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `receivers.rs`
+//!   (tickets, mailboxes, who may cancel), `lock.rs` (the state machine), `verdict.rs` (the
+//!   gate's rules), `stall.rs` (the stall clock), `args.rs`, `error.rs` (every error text;
+//!   `fence_error.rs` and `echo.rs` beside it), `token.rs`, `channel.rs`, `counters.rs`,
+//!   `reply.rs`, `spec.rs`.
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
@@ -50,11 +51,13 @@ pub mod config;
 mod configs;
 mod counters;
 mod dispatch;
+mod echo;
 mod ending;
 pub mod error;
 mod events;
 mod expiry;
 pub mod fence;
+mod fence_error;
 mod ffi;
 mod gate;
 mod guard;
@@ -67,6 +70,7 @@ pub mod lock;
 mod node;
 mod persist;
 mod publish;
+mod receivers;
 mod receiving;
 mod register;
 pub mod registry;

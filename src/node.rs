@@ -1,10 +1,12 @@
 //! What this node is and what Redis lets the module do right now: the clock, the selected
 //! database, and the context flags a command or a callback runs under.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 use redis_module::raw;
+
+use crate::counters;
 
 /// Redis's clock in Unix milliseconds (the one TTLs are measured with).
 pub fn now_ms() -> i64 {
@@ -65,4 +67,40 @@ pub const MAX_TIMER_MS: i64 = 315_360_000_000;
 /// for a deadline further away comes back after ten years and arms again.
 pub fn timer_period(ms: i64) -> i64 {
     ms.clamp(0, MAX_TIMER_MS)
+}
+
+/// A module timer's callback.
+pub type TimerFn = extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void);
+
+/// Arms a module timer that calls `callback` with `data` in `period_ms` (clamped by
+/// [`timer_period`]); its id, or `None` (then `data` is still the caller's). Every timer
+/// the module arms goes through here and [`stop_timer`], and its callback starts with
+/// [`timer_fired`]: `INFO rlock`'s `timers` counts the live ones.
+pub fn create_timer(
+    ctx: *mut raw::RedisModuleCtx,
+    period_ms: i64,
+    callback: TimerFn,
+    data: *mut c_void,
+) -> Option<u64> {
+    let create = unsafe { raw::RedisModule_CreateTimer }?;
+    let id = unsafe { create(ctx, timer_period(period_ms), Some(callback), data) };
+    counters::TIMERS.up();
+    Some(id)
+}
+
+/// Stops a timer that has not fired; the data it was armed with (`None`: it had fired, or
+/// was stopped already, or is no timer of this module).
+pub fn stop_timer(ctx: *mut raw::RedisModuleCtx, timer: u64) -> Option<*mut c_void> {
+    let stop = unsafe { raw::RedisModule_StopTimer }?;
+    let mut data: *mut c_void = std::ptr::null_mut();
+    if unsafe { stop(ctx, timer, &mut data) } != raw::REDISMODULE_OK as c_int {
+        return None;
+    }
+    counters::TIMERS.down();
+    Some(data)
+}
+
+/// A timer of the module fired (its callback runs).
+pub fn timer_fired() {
+    counters::TIMERS.down();
 }

@@ -11,7 +11,7 @@ use crate::error::LockError;
 use crate::registry::Db;
 use crate::reply::Outcome;
 use crate::store::LockKey;
-use crate::tickets::{self, client_of, Delivery};
+use crate::tickets::{self, client_of, Delivery, Me};
 use crate::waiters::{self, Bc, Waiter};
 use crate::{counters, ending, guard, node, waiting};
 
@@ -22,6 +22,12 @@ pub struct To {
     pub delivery: Delivery,
 }
 
+/// Who queues a ticket, and where its outcome goes.
+pub struct Route<'a> {
+    pub sender: &'a Me,
+    pub to: To,
+}
+
 /// Queues a ticket of `owner` at the end of the queue of `key`: it waits at most
 /// `wait_ms` (0: no limit) for a lease of `lease_ms`. Returns its wait id.
 pub fn queue(
@@ -30,7 +36,7 @@ pub fn queue(
     owner: &[u8],
     (lease_ms, wait_ms): (i64, i64),
     held_back: Option<i64>,
-    to: To,
+    route: Route<'_>,
 ) -> Result<u64, LockError> {
     waiting::admit(db, key.name())?;
     let id = tickets::next_id();
@@ -46,7 +52,7 @@ pub fn queue(
         wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
     };
     waiters::enqueue(db, key.name(), waiter);
-    tickets::add(id, to.receiver, to.delivery);
+    tickets::add(id, route.to.receiver, route.to.delivery, route.sender);
     waiting::watch(ctx, db, key, now, held_back);
     Ok(id)
 }
@@ -54,6 +60,7 @@ pub fn queue(
 extern "C" fn ticket_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands back the box made in `arm_deadline`; it is ours to free.
     let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
+    node::timer_fired();
     guard::callback("ticket deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
         if let Some(mut waiter) = waiters::take_entry(deadline.client, Some(deadline.id)) {
@@ -66,26 +73,40 @@ extern "C" fn ticket_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 }
 
 /// `LOCK.CANCEL`: takes the ticket `id` of `key` out of its queue (`Some(0)`), or its grant
-/// out of a mailbox (`Some(token)`: the caller holds the lock now); `None` if neither.
-pub fn cancel(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], id: u64) -> Option<i64> {
+/// out of a mailbox (`Some(token)`: the caller holds the lock now); `None` if neither. Only
+/// its sender, its receiver, or a connection of its ACL user may; the receiver hears of a
+/// cancel by the last (a refusal, `CANCELLED`). O(log n) in the waits of the lock.
+pub fn cancel(
+    ctx: *mut raw::RedisModuleCtx,
+    (db, key): (Db, &[u8]),
+    id: u64,
+    caller: &Me,
+) -> Result<Option<i64>, LockError> {
     let client = client_of(id);
-    if waiters::waits_on(client, db, key) {
-        let waiter = waiters::take_entry(client, Some(id))?;
+    if !waiters::waits_on(client, db, key) {
+        return tickets::cancel_mailed(id, db, key, caller);
+    }
+    let tell = tickets::may_cancel_queued(id, caller).ok_or(LockError::NotYourWait(id))?;
+    let Some(waiter) = waiters::take_entry(client, Some(id)) else {
+        return Ok(None);
+    };
+    if tell {
+        ending::end(
+            ctx,
+            &waiter,
+            Outcome::Refused(LockError::Cancelled.to_string()),
+        );
+    } else {
         blocked::stop_deadline(ctx, waiter.deadline_timer);
         tickets::forget(id);
-        return Some(0);
     }
-    tickets::take_mailed_grant(id, db, key).map(|grant| grant.token)
+    Ok(Some(0))
 }
 
 /// The connection `receiver` closed: its tickets leave their queues, the grants in its
 /// mailbox are taken back and passed on.
 pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
-    let (tickets, grants) = tickets::receiver_gone(receiver);
-    for ticket in tickets {
-        blocked::stop_deadline(ctx, ticket.deadline_timer);
-    }
-    for grant in grants {
+    for grant in tickets::receiver_gone(ctx, receiver) {
         guard::callback("revoking a mailed grant", || {
             waiting::schedule_revoke(ctx, grant, 0)
         });
@@ -96,17 +117,18 @@ pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
 /// (0: no limit).
 pub fn park(ctx: *mut raw::RedisModuleCtx, receiver: u64, block_ms: i64) -> Result<(), LockError> {
     let blocked = blocked::block(ctx, 0, grants_left)?;
-    let parking = tickets::park(receiver, blocked.bc);
-    // The timer (BLOCK > 0) is not stopped when the call is woken: it then finds another
-    // parking number, or none, and does nothing.
+    let parking = tickets::next_id();
+    // The timer (BLOCK > 0) is stopped when the call is woken or its client leaves.
     let receiver_key = usize::try_from(receiver).unwrap_or(usize::MAX);
-    blocked::arm_deadline(ctx, parking, receiver_key, block_ms, park_expired)?;
+    let timer = blocked::arm_deadline(ctx, parking, receiver_key, block_ms, park_expired)?;
+    tickets::park(receiver, blocked.bc, parking, timer);
     Ok(())
 }
 
 extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands back the box made by `arm_deadline` in `park`.
     let limit = unsafe { Box::from_raw(data.cast::<Deadline>()) };
+    node::timer_fired();
     guard::callback("grants deadline", || {
         let receiver = limit.client as u64;
         if let Some(bc) = tickets::unpark(receiver, limit.id) {
@@ -122,7 +144,7 @@ extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 /// ends every blocked call): its handle is forgotten before Redis frees it.
 unsafe extern "C" fn grants_left(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("grants client disconnected", || {
-        tickets::forget_parked(bc);
+        tickets::forget_parked(ctx, bc);
         match waiters::take_batch(bc) {
             Some(grants) => {
                 for grant in grants {

@@ -7,16 +7,19 @@
 //!   running out, its disconnection), so it gets exactly one reply;
 //! - a grant is taken exactly once: by its reply, or by a revocation when its client left;
 //! - a lock has at most one pending check per time, the earliest, and one live lease timer:
-//!   a timer replaced by an earlier one is handed back to be stopped.
+//!   a timer replaced by an earlier one, or left by a queue that emptied, is handed back to
+//!   be stopped;
+//! - taking any waiter out costs O(log n), whatever its place: a queue is ordered by a
+//!   number given at enqueueing, and the index says where each waiter is.
 //!
 //! `C` identifies a queued wait: a blocked client's handle's address, or a ticket's number
 //! (server-made ids, hashed cheaply: `idhash.rs`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::rc::Rc;
 
-use crate::idhash::IdMap;
+use crate::idhash::{IdMap, IdSet};
 
 /// A database number.
 pub type Db = i32;
@@ -47,7 +50,8 @@ pub struct Grant {
 
 #[derive(Debug)]
 struct Queue<C> {
-    waiters: VecDeque<Waiter<C>>,
+    /// By their number of arrival: the first is the first to be served.
+    waiters: BTreeMap<u64, Waiter<C>>,
     /// When the earliest pending check of this lock fires (Unix ms).
     check_at: Option<i64>,
     /// The timer of that check, until it fires or is replaced.
@@ -57,7 +61,7 @@ struct Queue<C> {
 impl<C> Default for Queue<C> {
     fn default() -> Self {
         Queue {
-            waiters: VecDeque::new(),
+            waiters: BTreeMap::new(),
             check_at: None,
             check_timer: None,
         }
@@ -69,8 +73,12 @@ impl<C> Default for Queue<C> {
 #[derive(Debug)]
 pub struct Registry<C> {
     dbs: IdMap<Db, HashMap<Rc<[u8]>, Queue<C>>>,
-    /// Where each queued client waits.
-    index: IdMap<C, (Db, Rc<[u8]>)>,
+    /// Where each queued client waits: its lock and its number in the lock's queue.
+    index: IdMap<C, (Db, Rc<[u8]>, u64)>,
+    /// The number of the next waiter to come.
+    next: u64,
+    /// Lease timers of queues that emptied, not fired yet: to be stopped.
+    stale_timers: IdSet<u64>,
     /// Clients handed a lock whose reply has not gone out yet.
     handed: IdMap<C, Grant>,
     /// An estimate of the bytes the queued waiters take.
@@ -82,6 +90,8 @@ impl<C> Default for Registry<C> {
         Registry {
             dbs: IdMap::default(),
             index: IdMap::default(),
+            next: 0,
+            stale_timers: IdSet::default(),
             handed: IdMap::default(),
             bytes: 0,
         }
@@ -89,13 +99,13 @@ impl<C> Default for Registry<C> {
 }
 
 /// What one queued waiter costs, roughly: its slot in a queue, its owner id, and its
-/// entry in the index. Queues and maps grow by doubling, so a slot costs more than its size:
-/// a `VecDeque` is between half and wholly full (×1.5 on average), a hash map's table between
-/// 7/16 and 7/8 full, with a control byte per bucket (×1.65). The allocator rounds the owner
-/// up to a multiple of 8 bytes (16 past 8).
+/// entry in the index. Slots cost more than their size: a B-tree's nodes hold 5 to 11
+/// entries (×1.5 on average, with the node's header), a hash map's table is between 7/16
+/// and 7/8 full, with a control byte per bucket (×1.65). The allocator rounds the owner up
+/// to a multiple of 8 bytes (16 past 8).
 fn cost<C>(waiter: &Waiter<C>) -> usize {
-    let slot = std::mem::size_of::<Waiter<C>>() * 3 / 2;
-    let index = (std::mem::size_of::<(C, (Db, Rc<[u8]>))>() + 1) * 33 / 20;
+    let slot = std::mem::size_of::<(u64, Waiter<C>)>() * 3 / 2;
+    let index = (std::mem::size_of::<(C, (Db, Rc<[u8]>, u64))>() + 1) * 33 / 20;
     let owner = match waiter.owner.len() {
         0 => 0,
         n @ 1..=8 => n.next_multiple_of(8),
@@ -121,13 +131,20 @@ impl<C: Copy + Eq + Hash> Registry<C> {
                 Rc::from(key)
             }
         };
-        self.index.insert(waiter.client, (db, Rc::clone(&name)));
-        queues.entry(name).or_default().waiters.push_back(waiter);
+        let number = self.next;
+        self.next += 1;
+        self.index
+            .insert(waiter.client, (db, Rc::clone(&name), number));
+        queues
+            .entry(name)
+            .or_default()
+            .waiters
+            .insert(number, waiter);
     }
 
     /// Takes the first waiter of `key` out of its queue.
     pub fn pop_first(&mut self, db: Db, key: &[u8]) -> Option<Waiter<C>> {
-        let waiter = self.queue_mut(db, key)?.waiters.pop_front()?;
+        let (_, waiter) = self.queue_mut(db, key)?.waiters.pop_first()?;
         self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&waiter.client);
         self.drop_if_empty(db, key);
@@ -136,18 +153,19 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
     /// The first waiter of `key`, left in its queue.
     pub fn first(&self, db: Db, key: &[u8]) -> Option<&Waiter<C>> {
-        self.dbs.get(&db)?.get(key)?.waiters.front()
+        self.dbs.get(&db)?.get(key)?.waiters.values().next()
     }
 
-    /// Takes a queued client out of its queue: only the waiter `id`, when given.
+    /// Takes a queued client out of its queue: only the waiter `id`, when given. O(log n)
+    /// in the waiters of its lock.
     pub fn take(&mut self, client: C, id: Option<u64>) -> Option<Waiter<C>> {
-        let (db, key) = self.index.get(&client)?.clone();
+        let (db, key, number) = self.index.get(&client)?.clone();
         let queue = self.queue_mut(db, &key)?;
-        let at = queue
-            .waiters
-            .iter()
-            .position(|w| w.client == client && id.is_none_or(|id| w.id == id))?;
-        let waiter = queue.waiters.remove(at)?;
+        let found = queue.waiters.get(&number)?;
+        if found.client != client || id.is_some_and(|id| found.id != id) {
+            return None;
+        }
+        let waiter = queue.waiters.remove(&number)?;
         self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&client);
         self.drop_if_empty(db, &key);
@@ -156,7 +174,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
     /// Where a queued client waits: its lock's database and name.
     pub fn location(&self, client: C) -> Option<(Db, &[u8])> {
-        self.index.get(&client).map(|(db, key)| (*db, &key[..]))
+        self.index.get(&client).map(|(db, key, _)| (*db, &key[..]))
     }
 
     /// Takes every queued client, queue by queue in FIFO order.
@@ -164,7 +182,11 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         let all = self
             .dbs
             .drain()
-            .flat_map(|(_, queues)| queues.into_values().flat_map(|q| q.waiters))
+            .flat_map(|(_, queues)| queues.into_values())
+            .flat_map(|q| {
+                self.stale_timers.extend(q.check_timer);
+                q.waiters.into_values()
+            })
             .collect();
         self.index.clear();
         self.bytes = 0;
@@ -226,38 +248,6 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .collect()
     }
 
-    /// Records that a check of `key` fires at `at` (Unix ms); false when an earlier one is
-    /// pending, or nobody waits, and no new check is needed.
-    pub fn claim_check(&mut self, db: Db, key: &[u8], at: i64) -> bool {
-        match self.queue_mut(db, key) {
-            Some(q) if q.check_at.is_some_and(|t| t <= at) => false,
-            Some(q) => {
-                q.check_at = Some(at);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Records `timer` as the timer of the check just claimed for `key`; returns the timer
-    /// it replaces, which has not fired and is to be stopped.
-    pub fn replace_check_timer(&mut self, db: Db, key: &[u8], timer: u64) -> Option<u64> {
-        self.queue_mut(db, key)?.check_timer.replace(timer)
-    }
-
-    /// The check of `timer` ran at `now`: forget a pending time that has passed, and the
-    /// timer, which has fired.
-    pub fn check_ran(&mut self, db: Db, key: &[u8], now: i64, timer: u64) {
-        if let Some(q) = self.queue_mut(db, key) {
-            if q.check_at.is_some_and(|t| t <= now) {
-                q.check_at = None;
-            }
-            if q.check_timer == Some(timer) {
-                q.check_timer = None;
-            }
-        }
-    }
-
     fn queue_mut(&mut self, db: Db, key: &[u8]) -> Option<&mut Queue<C>> {
         self.dbs.get_mut(&db)?.get_mut(key)
     }
@@ -265,7 +255,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
     fn drop_if_empty(&mut self, db: Db, key: &[u8]) {
         if let Some(queues) = self.dbs.get_mut(&db) {
             if queues.get(key).is_some_and(|q| q.waiters.is_empty()) {
-                queues.remove(key);
+                if let Some(timer) = queues.remove(key).and_then(|q| q.check_timer) {
+                    self.stale_timers.insert(timer);
+                }
                 self.bytes = self.bytes.saturating_sub(queue_cost::<C>(key));
             }
             if queues.is_empty() {
@@ -281,6 +273,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         }
     }
 }
+
+mod bulk;
+mod checks;
 
 #[cfg(test)]
 #[path = "registry_tests.rs"]

@@ -168,3 +168,73 @@ fn a_lock_name_is_kept_once_for_all_its_waiters() {
     assert_eq!(r.memory(), 0);
     assert_eq!(r.queued_keys(None), Vec::<(Db, Vec<u8>)>::new());
 }
+
+#[test]
+fn many_waits_leave_at_once_and_the_rest_keep_their_order() {
+    let mut r = Registry::default();
+    for c in 1..=9 {
+        let mut w = waiter(c, c as u64);
+        w.deadline_timer = (c % 2 == 0).then_some(100 + c as u64);
+        r.enqueue(0, if c <= 6 { b"a" } else { b"b" }, w);
+    }
+    // Wait 5's id is not 50: that entry is another wait, and stays.
+    let mut timers = r.take_many(&[(8, 8), (2, 2), (3, 3), (5, 50), (7, 7), (42, 42)]);
+    timers.sort_unstable();
+    assert_eq!(timers, [102, 108]);
+    let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"a"))
+        .map(|w| w.client)
+        .collect();
+    assert_eq!(served, [1, 4, 5, 6]);
+    assert_eq!(r.take(9, Some(9)).map(|w| w.client), Some(9));
+    assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
+}
+
+#[test]
+fn a_few_waits_leave_by_lookup_and_most_by_a_scan() {
+    for (queued, taken) in [(40, 3), (40, 39)] {
+        let mut r = Registry::default();
+        for c in 1..=queued {
+            r.enqueue(0, b"k", waiter(c, c as u64));
+        }
+        let mut waits: Vec<(usize, u64)> = (1..=taken).map(|c| (c, c as u64)).collect();
+        // Not that wait of entry 40: it stays.
+        waits.push((40, 41));
+        r.take_many(&waits);
+        assert_eq!(r.waiting(), queued - taken);
+        assert_eq!(r.location(40), Some((0, &b"k"[..])));
+        assert_eq!(r.first(0, b"k").map(|w| w.client), Some(taken + 1));
+        assert_eq!(r.take(1, None), None, "gone from the index too");
+    }
+}
+
+#[test]
+fn taking_from_the_middle_of_a_long_queue_is_by_number() {
+    let mut r = Registry::default();
+    for c in 1..=1000 {
+        r.enqueue(0, b"k", waiter(c, c as u64));
+    }
+    for c in (2..=1000).step_by(2) {
+        assert!(r.take(c, Some(c as u64)).is_some());
+    }
+    assert_eq!(r.queue_len(0, b"k"), 500);
+    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(3));
+}
+
+#[test]
+fn a_queue_that_empties_hands_back_its_pending_timer_until_it_fires() {
+    let mut r = Registry::default();
+    r.enqueue(0, b"k", waiter(1, 1));
+    assert!(r.claim_check(0, b"k", 100));
+    assert_eq!(r.replace_check_timer(0, b"k", 7), None);
+    assert!(r.take(1, None).is_some());
+    assert_eq!(r.take_stale_timers(), [7]);
+    assert_eq!(r.take_stale_timers(), Vec::<u64>::new());
+    // A timer that fires before it is stopped is not handed back.
+    r.enqueue(0, b"k", waiter(2, 2));
+    assert!(r.claim_check(0, b"k", 100));
+    r.replace_check_timer(0, b"k", 8);
+    assert!(r.pop_first(0, b"k").is_some());
+    r.check_ran(0, b"k", 100, 8);
+    assert_eq!(r.take_stale_timers(), Vec::<u64>::new());
+}

@@ -25,6 +25,8 @@ pub struct StallClock {
     last_beat: AtomicI64,
     /// When the hold-back of the last stall ends (Unix ms); 0: none.
     held_until: AtomicI64,
+    /// Stalls noticed since the module loaded.
+    stalls: AtomicI64,
 }
 
 /// The node's clock.
@@ -35,6 +37,7 @@ impl StallClock {
         StallClock {
             last_beat: AtomicI64::new(0),
             held_until: AtomicI64::new(0),
+            stalls: AtomicI64::new(0),
         }
     }
 
@@ -57,11 +60,19 @@ impl StallClock {
         if last > 0 && now.saturating_sub(last) > STALL_MS {
             let until = now.saturating_add(FRESH_MS);
             self.held_until.fetch_max(until, Ordering::Relaxed);
+            self.stalls.fetch_add(1, Ordering::Relaxed);
             // Noticed once: the hold-back runs from here, not from every later reading.
             self.last_beat.store(now, Ordering::Relaxed);
         }
         let until = self.held_until.load(Ordering::Relaxed);
         (until > now).then_some(until)
+    }
+}
+
+impl StallClock {
+    /// Stalls noticed since the module loaded.
+    pub fn count(&self) -> i64 {
+        self.stalls.load(Ordering::Relaxed)
     }
 }
 

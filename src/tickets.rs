@@ -10,69 +10,30 @@
 //!   empty mailbox is unblocked with it.
 //!
 //! A ticket's registry entry is `client_of(id)`, an odd number (blocked clients' handles are
-//! aligned addresses, even), so both kinds share the registry and its take-once rule. Here
-//! are only the tables of tickets and receivers: who receives a wait, each receiver's
-//! tickets (dropped when its connection closes), mailbox and parked `LOCK.GRANTS`.
+//! aligned addresses, even), so both kinds share the registry and its take-once rule. The
+//! tables of tickets, receivers and mailboxes are `receivers.rs`; here is the node's one
+//! copy of them, and what they say to Redis.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::io::Write;
-use std::mem::size_of;
 
 use redis_module::raw;
 
 use crate::blocked;
 use crate::error::LockError;
-use crate::ffi::{api, OwnedString};
-use crate::idhash::{IdMap, IdSet};
+use crate::ffi::{self, api, OwnedString};
+use crate::receivers::{may_cancel, Caller, Mail, Parked, Receivers, Rights, Ticket};
 use crate::registry::Grant;
 use crate::reply::{error_line, Outcome};
 use crate::waiters::{self, Bc, Waiter};
 
-/// How a ticket's outcome travels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    Push,
-    Pull,
-}
-
-/// An ended wait waiting in a mailbox; a grant keeps what revoking it needs.
-pub struct Mail {
-    pub wait: u64,
-    pub outcome: Outcome,
-    pub grant: Option<Grant>,
-}
-
-#[derive(Default)]
-struct Receiver {
-    /// Its queued tickets.
-    tickets: IdSet<u64>,
-    /// Push: its subscription to its channel was checked.
-    subscribed: bool,
-    mailbox: VecDeque<Mail>,
-    /// A `LOCK.GRANTS` blocked on the empty mailbox: its handle and parking number.
-    parked: Option<(usize, u64)>,
-}
-
-impl Receiver {
-    fn idle(&self) -> bool {
-        self.tickets.is_empty() && self.mailbox.is_empty() && self.parked.is_none()
-    }
-}
-
-#[derive(Default)]
-struct Tables {
-    /// Each queued ticket's receiver and delivery.
-    tickets: IdMap<u64, (u64, Delivery)>,
-    receivers: IdMap<u64, Receiver>,
-    next_id: u64,
-}
+pub use crate::receivers::Delivery;
 
 thread_local! {
-    static TABLES: RefCell<Tables> = RefCell::new(Tables::default());
+    static TABLES: RefCell<Receivers> = RefCell::new(Receivers::default());
 }
 
-fn with<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
+fn with<R>(f: impl FnOnce(&mut Receivers) -> R) -> R {
     TABLES.with(|t| f(&mut t.borrow_mut()))
 }
 
@@ -88,42 +49,77 @@ pub fn is_ticket(client: usize) -> bool {
 
 /// A fresh wait id: unique for the server process's life.
 pub fn next_id() -> u64 {
-    with(|t| {
-        t.next_id += 1;
-        t.next_id
+    with(Receivers::next_id)
+}
+
+/// The calling connection's id and ACL user name.
+pub struct Me {
+    pub id: u64,
+    pub user: Option<Vec<u8>>,
+}
+
+/// Who runs the command of `ctx`.
+pub fn me(ctx: *mut raw::RedisModuleCtx) -> Result<Me, LockError> {
+    let client_id = api!(RedisModule_GetClientId);
+    let id = unsafe { client_id(ctx) };
+    Ok(Me {
+        id,
+        user: ffi::current_user(ctx),
     })
 }
 
-/// Records a queued ticket of `receiver`.
-pub fn add(id: u64, receiver: u64, delivery: Delivery) {
+/// Records a queued ticket of `receiver`, queued by `sender`.
+pub fn add(id: u64, receiver: u64, delivery: Delivery, sender: &Me) {
     with(|t| {
-        t.tickets.insert(id, (receiver, delivery));
-        t.receivers.entry(receiver).or_default().tickets.insert(id);
+        let user = sender.user.as_deref().map(|name| t.user(name));
+        let rights = Rights {
+            sender: sender.id,
+            user,
+        };
+        let ticket = Ticket {
+            receiver,
+            delivery,
+            rights,
+        };
+        t.add(id, ticket);
     });
 }
 
 /// Whether `receiver`'s subscription was checked already; `mark` records that it was.
 pub fn subscribed(receiver: u64, mark: bool) -> bool {
+    with(|t| t.subscribed(receiver, mark))
+}
+
+/// The receiver of the registry entry `client` (wait `id`), if it is a push ticket.
+pub fn push_receiver(client: usize, id: u64) -> Option<u64> {
+    if !is_ticket(client) {
+        return None;
+    }
     with(|t| {
-        let entry = t.receivers.entry(receiver).or_default();
-        entry.subscribed |= mark;
-        entry.subscribed
+        let ticket = t.ticket(id)?;
+        (ticket.delivery == Delivery::Push).then_some(ticket.receiver)
     })
 }
 
-/// The ticket `id` left its queue: forget it; its receiver and delivery.
-pub fn forget(id: u64) -> Option<(u64, Delivery)> {
+/// The ticket `id` left its queue: forget it.
+pub fn forget(id: u64) -> Option<Ticket> {
+    with(|t| t.forget(id))
+}
+
+/// Whether `caller` may cancel the queued ticket `id` (`Some(tell)`: yes, and whether its
+/// receiver is to hear of it).
+pub fn may_cancel_queued(id: u64, caller: &Me) -> Option<bool> {
     with(|t| {
-        let (receiver, delivery) = t.tickets.remove(&id)?;
-        if t.tickets.is_empty() {
-            // Give the memory of a burst of tickets back once they are all gone.
-            t.tickets = IdMap::default();
-        }
-        if let Some(r) = t.receivers.get_mut(&receiver) {
-            r.tickets.remove(&id);
-        }
-        Some((receiver, delivery))
+        let ticket = t.ticket(id)?;
+        may_cancel(&ticket.rights, ticket.receiver, &caller_of(caller))
     })
+}
+
+fn caller_of(me: &Me) -> Caller<'_> {
+    Caller {
+        id: me.id,
+        user: me.user.as_deref(),
+    }
 }
 
 /// Sends a ticket taken out of its queue its outcome; false when a push reached nobody
@@ -134,18 +130,26 @@ pub fn deliver(
     outcome: Outcome,
     grant: Option<Grant>,
 ) -> Result<bool, LockError> {
-    let Some((receiver, delivery)) = forget(waiter.id) else {
+    let Some(ticket) = forget(waiter.id) else {
         return Ok(true);
     };
-    match delivery {
-        Delivery::Push => publish(ctx, receiver, waiter.id, &outcome),
+    match ticket.delivery {
+        Delivery::Push => {
+            let reached = publish(ctx, ticket.receiver, waiter.id, &outcome)?;
+            if !reached {
+                // It left its channel: its next push ticket checks again.
+                with(|t| t.unsubscribed(ticket.receiver));
+            }
+            Ok(reached)
+        }
         Delivery::Pull => {
             let mail = Mail {
                 wait: waiter.id,
                 outcome,
                 grant,
+                rights: ticket.rights,
             };
-            post(receiver, mail)?;
+            post(ctx, ticket.receiver, mail)?;
             Ok(true)
         }
     }
@@ -171,15 +175,14 @@ fn publish(
     Ok(unsafe { publish(ctx, channel.0, message.0) } > 0)
 }
 
-/// Puts an ended wait in `receiver`'s mailbox, or hands it to its parked `LOCK.GRANTS`.
-fn post(receiver: u64, mail: Mail) -> Result<(), LockError> {
-    let parked = with(|t| {
-        let r = t.receivers.entry(receiver).or_default();
-        r.mailbox.push_back(mail);
-        r.parked.take()
-    });
-    match parked {
-        Some((bc, _)) => wake(receiver, bc as Bc, usize::MAX),
+/// Puts an ended wait in `receiver`'s mailbox, or hands it to its parked `LOCK.GRANTS`
+/// (whose `BLOCK` timer is stopped).
+fn post(ctx: *mut raw::RedisModuleCtx, receiver: u64, mail: Mail) -> Result<(), LockError> {
+    match with(|t| t.post(receiver, mail)) {
+        Some(parked) => {
+            blocked::stop_deadline(ctx, parked.timer);
+            wake(receiver, parked.bc as Bc, usize::MAX)
+        }
         None => Ok(()),
     }
 }
@@ -196,109 +199,97 @@ pub fn wake(receiver: u64, bc: Bc, count: usize) -> Result<(), LockError> {
 
 /// Takes up to `count` mails of `receiver`, oldest first.
 pub fn take_mail(receiver: u64, count: usize) -> Vec<Mail> {
-    with(|t| {
-        let Some(r) = t.receivers.get_mut(&receiver) else {
-            return Vec::new();
-        };
-        let n = count.min(r.mailbox.len());
-        let mails = r.mailbox.drain(..n).collect();
-        if r.idle() && !r.subscribed {
-            t.receivers.remove(&receiver);
-        }
-        mails
-    })
+    with(|t| t.take_mail(receiver, count))
 }
 
-/// Parks `bc`, a `LOCK.GRANTS` of `receiver` on its empty mailbox; its parking number.
-pub fn park(receiver: u64, bc: Bc) -> u64 {
-    let parking = next_id();
-    with(|t| t.receivers.entry(receiver).or_default().parked = Some((bc as usize, parking)));
-    parking
+/// Parks `bc`, a `LOCK.GRANTS` of `receiver` on its empty mailbox, as `parking`, with the
+/// timer of its `BLOCK` limit.
+pub fn park(receiver: u64, bc: Bc, parking: u64, timer: Option<u64>) {
+    let parked = Parked {
+        bc: bc as usize,
+        parking,
+        timer,
+    };
+    with(|t| t.park(receiver, parked));
 }
 
 /// Unparks the `LOCK.GRANTS` parked as `parking` if it still is (its `BLOCK` ran out);
 /// its handle.
 pub fn unpark(receiver: u64, parking: u64) -> Option<Bc> {
-    with(|t| {
-        let r = t.receivers.get_mut(&receiver)?;
-        let (bc, number) = r.parked?;
-        if number != parking {
-            return None;
-        }
-        r.parked = None;
-        Some(bc as Bc)
-    })
+    with(|t| t.unpark(receiver, parking)).map(|p| p.bc as Bc)
 }
 
-/// Forgets `bc` wherever it is parked: Redis ended that `LOCK.GRANTS` itself (its client
-/// left, or a demotion unblocked every blocked client), so nothing may unblock it again.
-pub fn forget_parked(bc: Bc) {
+/// Forgets `bc` wherever it is parked, and stops its timer: Redis ended that
+/// `LOCK.GRANTS` itself (its client left, or a demotion unblocked every blocked client),
+/// so nothing may unblock it again.
+pub fn forget_parked(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
+    if let Some(parked) = with(|t| t.forget_parked(bc as usize)) {
+        blocked::stop_deadline(ctx, parked.timer);
+    }
+}
+
+/// `LOCK.CANCEL` of the wait `id` on lock `key` of `db` whose grant is unread in a
+/// mailbox: its token, the caller's now. A caller other than its sender and receiver
+/// leaves a refusal in its place, so that the receiver hears of it.
+pub fn cancel_mailed(id: u64, db: i32, key: &[u8], caller: &Me) -> Result<Option<i64>, LockError> {
     with(|t| {
-        for r in t.receivers.values_mut() {
-            if r.parked.is_some_and(|(parked, _)| parked == bc as usize) {
-                r.parked = None;
+        let Some((receiver, mail)) = t.mail_mut(id) else {
+            return Ok(None);
+        };
+        let Some(token) = mail
+            .grant
+            .as_ref()
+            .filter(|g| g.db == db && g.key == key)
+            .map(|g| g.token)
+        else {
+            return Ok(None);
+        };
+        let tell = may_cancel(&mail.rights, receiver, &caller_of(caller));
+        match tell.ok_or(LockError::NotYourWait(id))? {
+            true => {
+                mail.grant = None;
+                mail.outcome = Outcome::Refused(LockError::Cancelled.to_string());
             }
+            false => drop(t.take_mailed(id)),
         }
-    });
-}
-
-/// Takes the grant of the wait `id` on lock `key` of `db` out of any mailbox, if it is there.
-pub fn take_mailed_grant(id: u64, db: i32, key: &[u8]) -> Option<Grant> {
-    with(|t| {
-        t.receivers.values_mut().find_map(|r| {
-            let at = r.mailbox.iter().position(|m| {
-                m.wait == id && m.grant.as_ref().is_some_and(|g| g.db == db && g.key == key)
-            })?;
-            r.mailbox.remove(at)?.grant
-        })
+        Ok(Some(token))
     })
 }
 
-/// The connection `receiver` closed: its tickets leave their queues (returned, for their
-/// deadline timers) and the grants of its mailbox are returned to be revoked.
-pub fn receiver_gone(receiver: u64) -> (Vec<Waiter>, Vec<Grant>) {
-    let Some(r) = with(|t| t.receivers.remove(&receiver)) else {
-        return (Vec::new(), Vec::new());
-    };
-    with(|t| {
-        for id in &r.tickets {
-            t.tickets.remove(id);
-        }
-        if t.tickets.is_empty() {
-            t.tickets = IdMap::default();
-        }
-    });
-    let tickets = r
+/// The connection `receiver` closed: its tickets leave their queues, and their deadline
+/// timers and that of its parked `LOCK.GRANTS` are stopped; the grants of its mailbox are
+/// returned to be revoked.
+pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) -> Vec<Grant> {
+    let left = with(|t| t.receiver_gone(receiver));
+    blocked::stop_deadline(ctx, left.timer);
+    let waits: Vec<(usize, u64)> = left
         .tickets
         .iter()
-        .filter_map(|id| waiters::take_entry(client_of(*id), Some(*id)))
+        .map(|id| (client_of(*id), *id))
         .collect();
-    let grants = r.mailbox.into_iter().filter_map(|m| m.grant).collect();
-    (tickets, grants)
+    for timer in waiters::take_entries(&waits) {
+        blocked::stop_deadline(ctx, Some(timer));
+    }
+    left.grants
 }
 
 /// Whether any connection receives tickets (the fast path of every disconnection).
 pub fn any_receiver() -> bool {
-    with(|t| !t.receivers.is_empty())
+    with(|t| t.any_receiver())
 }
 
-/// (queued tickets, an estimate of the bytes of these tables): each hash table's buckets
-/// (a power of two, 8/7 of its capacity and more) with a control byte each, and the
-/// mailboxes' capacities.
-pub fn gauges() -> (usize, usize) {
-    let buckets = |capacity: usize| match capacity {
-        0 => 0,
-        c => (c * 8 / 7).next_power_of_two(),
-    };
-    with(|t| {
-        let receivers = t.receivers.values();
-        let own = |r: &Receiver| {
-            buckets(r.tickets.capacity()) * (size_of::<u64>() + 1)
-                + r.mailbox.capacity() * size_of::<Mail>()
-        };
-        let bytes = buckets(t.tickets.capacity()) * (size_of::<(u64, (u64, Delivery))>() + 1)
-            + buckets(t.receivers.capacity()) * (size_of::<(u64, Receiver)>() + 1)
-            + receivers.map(own).sum::<usize>();
-        (t.tickets.len(), bytes)
-    })
+/// Outcomes in mailboxes, not read yet: they count toward `rlock.max-waiters`.
+pub fn unread() -> usize {
+    with(|t| t.unread())
+}
+
+/// (queued tickets, unread outcomes, an estimate of the bytes of these tables).
+pub fn gauges() -> (usize, usize, usize) {
+    with(|t| (t.queued(), t.unread(), t.bytes()))
+}
+
+/// Whether the connection `id` runs as the caller's ACL user (the caller itself always
+/// does). A server that cannot tell says no.
+pub fn same_user(ctx: *mut raw::RedisModuleCtx, me: &Me, id: u64) -> bool {
+    id == me.id || (me.user.is_some() && ffi::user_of(ctx, id) == me.user)
 }

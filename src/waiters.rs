@@ -96,6 +96,12 @@ pub fn take_entry(client: usize, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(client, id))
 }
 
+/// Takes these queued entries (registry entry, wait id) out of their queues at once; the
+/// deadline timers of those taken.
+pub fn take_entries(waits: &[(usize, u64)]) -> Vec<u64> {
+    with(|r| r.take_many(waits))
+}
+
 /// Whether a queued entry waits for lock `key` of `db`.
 pub fn waits_on(client: usize, db: Db, key: &[u8]) -> bool {
     with(|r| r.location(client) == Some((db, key)))
@@ -150,6 +156,11 @@ pub fn replace_check_timer(db: Db, key: &[u8], timer: u64) -> Option<u64> {
 /// The check of `timer` on `key` ran at `now`.
 pub fn check_ran(db: Db, key: &[u8], now: i64, timer: u64) {
     with(|r| r.check_ran(db, key, now, timer));
+}
+
+/// Takes the lease timers of queues that emptied (not fired yet: to be stopped).
+pub fn take_stale_timers() -> Vec<u64> {
+    with(Registry::take_stale_timers)
 }
 
 /// The locks with waiters, in `db` or in every db.

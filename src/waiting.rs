@@ -7,13 +7,13 @@ use std::ffi::c_void;
 use redis_module::raw;
 
 use crate::error::LockError;
-use crate::ffi::{api, OwnedString};
+use crate::ffi::OwnedString;
 use crate::gate::{self, Verdict};
 use crate::lock::{self, ReleaseStep};
 use crate::registry::{Db, Grant};
 use crate::store::{LockKey, Mode, Name, Replicate};
 use crate::waiters::{self, id_of, Bc, Waiter};
-use crate::{blocked, config, counters, expiry, guard, handoff, node};
+use crate::{blocked, config, counters, expiry, guard, handoff, node, tickets};
 
 /// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
 /// will hold the lock with a lease of `lease_ms`. `held_back`: the gate holds a free lock
@@ -61,11 +61,12 @@ pub fn watch(
     }
 }
 
-/// Refuses a new waiter past `rlock.max-waiters` (on the node) or
-/// `rlock.max-waiters-per-key` (on this lock); 0 means no limit.
+/// Refuses a new waiter past `rlock.max-waiters` (on the node: queued waits and outcomes
+/// unread in mailboxes) or `rlock.max-waiters-per-key` (on this lock); 0 means no limit.
 pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
     let (total, per_key) = (config::max_waiters(), config::max_waiters_per_key());
-    if total > 0 && waiters::count() >= usize::try_from(total).unwrap_or(usize::MAX) {
+    let held = || waiters::count().saturating_add(tickets::unread());
+    if total > 0 && held() >= usize::try_from(total).unwrap_or(usize::MAX) {
         return Err(LockError::TooManyWaiters(total));
     }
     if per_key > 0 && waiters::queue_len(db, key) >= usize::try_from(per_key).unwrap_or(usize::MAX)
@@ -96,16 +97,19 @@ pub fn schedule_revoke(
     grant: Grant,
     delay_ms: i64,
 ) -> Result<(), LockError> {
-    let create_timer = api!(RedisModule_CreateTimer);
     let data = Box::into_raw(Box::new(grant));
-    let period = node::timer_period(delay_ms);
-    unsafe { create_timer(ctx, period, Some(revoke), data.cast::<c_void>()) };
+    if node::create_timer(ctx, delay_ms, revoke, data.cast::<c_void>()).is_none() {
+        // Never armed: the box is still ours.
+        drop(unsafe { Box::from_raw(data) });
+        return Err(LockError::MissingApi("RedisModule_CreateTimer"));
+    }
     Ok(())
 }
 
 extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands back the box made in `schedule_revoke`.
     let grant = unsafe { Box::from_raw(data.cast::<Grant>()) };
+    node::timer_fired();
     guard::callback("revoking an undelivered grant", || {
         match gate::writes(ctx) {
             Verdict::Later(at) => {

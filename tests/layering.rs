@@ -14,11 +14,13 @@ const LAYERS: Layers = &[
         "pure",
         &[
             &[
-                "error", "token", "channel", "counters", "idhash", "reply", "spec", "stall",
+                "echo", "token", "channel", "counters", "idhash", "reply", "spec", "stall",
                 "verdict",
             ],
+            &["fence_error"],
+            &["error"],
             &["args", "registry"],
-            &["lock"],
+            &["lock", "receivers"],
         ],
     ),
     (

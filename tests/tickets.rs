@@ -179,6 +179,12 @@ fn cancel_answers_0_for_a_queued_ticket_the_token_for_a_mailed_grant_else_nil() 
     );
     assert_eq!(int(&mut con, &["LOCK.CANCEL", "k", &id.to_string()]), 0);
     assert_eq!(waiters(&mut con, "k"), 0);
+    // Cancelled by another connection of its user: its receiver is told.
+    let told = (
+        id,
+        "-CANCELLED the wait was cancelled by LOCK.CANCEL".to_owned(),
+    );
+    assert_eq!(r.outcome(), told);
     // A mailed grant, not read yet: the cancel is its delivery.
     let mut mailbox = Receiver::resp2(&server);
     let to = mailbox.id.to_string();
@@ -188,6 +194,7 @@ fn cancel_answers_0_for_a_queued_ticket_the_token_for_a_mailed_grant_else_nil() 
     )));
     int(&mut con, &["LOCK.RELEASE", "k", "a"]);
     let (_, token) = holder(&mut con, "k").expect("c holds");
+    // Sent by its sender: the receiver is not told.
     assert_eq!(int(&mut con, &["LOCK.CANCEL", "k", &id.to_string()]), token);
     assert_eq!(mailbox.call(&["LOCK.GRANTS"]), Value::Array(vec![]));
     assert_eq!(holder(&mut con, "k"), Some(("c".to_owned(), token)));

@@ -10,7 +10,7 @@ use crate::args::strict_i64;
 use crate::dispatch::Args;
 use crate::error::LockError;
 use crate::reply::Reply;
-use crate::{node, receiving};
+use crate::{node, receiving, tickets};
 
 /// Parses `argv` (command name first): the wait id.
 pub fn parse(argv: &[&[u8]]) -> Result<u64, LockError> {
@@ -28,7 +28,8 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let id = parse(args.bytes())?;
     let key = redis_module::RedisString::string_as_slice(args.key()?);
     let db = node::selected_db(ctx);
-    Ok(match receiving::cancel(ctx, db, key, id) {
+    let caller = tickets::me(ctx)?;
+    Ok(match receiving::cancel(ctx, (db, key), id, &caller)? {
         Some(n) => Reply::Integer(n),
         None => Reply::Nil,
     })

@@ -70,6 +70,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         .map(|s| redis_module::RedisString::string_as_slice(*s))
         .collect();
     let parsed = parse(&argv)?;
+    // Its `noscript` flag keeps scripts out; this keeps them out of a server without it.
+    if node::flags(ctx) & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
+        return Err(LockError::GrantsInScript);
+    }
     let client_id = api!(RedisModule_GetClientId);
     let receiver = unsafe { client_id(ctx) };
     let mails = tickets::take_mail(receiver, parsed.count.unwrap_or(usize::MAX));

@@ -137,7 +137,7 @@ pub const COMMANDS: [CommandSpec; 11] = [
     },
     CommandSpec {
         name: c"lock.grants",
-        flags: c"",
+        flags: c"deny-script",
         arity: -1,
         keys: KeyAccess::None,
         categories: c"",
@@ -147,9 +147,9 @@ pub const COMMANDS: [CommandSpec; 11] = [
     },
     CommandSpec {
         name: c"lock.cancel",
-        flags: c"write fast",
+        flags: c"fast",
         arity: 3,
-        keys: KeyAccess::Write,
+        keys: KeyAccess::Read,
         categories: c"hash",
         summary: c"Ends a ticket: 0 if it was still queued, the token if its grant was still in a mailbox (the caller holds the lock), else nil.",
         args: &[KEY, WAIT_ID],

@@ -13,9 +13,9 @@ use crate::channel::GRANTS_PREFIX;
 use crate::dispatch::Args;
 use crate::error::{LockError, Opt};
 use crate::ffi::{api, OwnedString};
-use crate::receiving::{self, To};
+use crate::receiving::{self, Route, To};
 use crate::reply::Reply;
-use crate::tickets::{self, Delivery};
+use crate::tickets::{self, Delivery, Me};
 use crate::{config, counters, gate, node};
 
 use super::acquire::{attempt, Attempt};
@@ -67,21 +67,30 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<WaitArgs<'a>, LockErr
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = parse(args.bytes(), node::now_ms())?;
     gate::client_writes(ctx)?;
-    let to = receiver(ctx, parsed.to)?;
+    let me = tickets::me(ctx)?;
+    let to = receiver(ctx, &me, parsed.to)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let (key, db, held_back) = match attempt(ctx, args, parsed.owner, lease)? {
         Attempt::Held(token) => return reply(ctx, c"held", token),
         Attempt::Contended { key, db, held_back } => (key, db, held_back),
     };
     let wait = parsed.options.wait.unwrap_or(0);
-    let id = receiving::queue(ctx, (db, &key), parsed.owner, (lease, wait), held_back, to)?;
+    let route = Route { sender: &me, to };
+    let id = receiving::queue(
+        ctx,
+        (db, &key),
+        parsed.owner,
+        (lease, wait),
+        held_back,
+        route,
+    )?;
     counters::CONTENDED.bump();
     reply(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
 }
 
-/// Who gets the outcome: the connection `TO` names (pull), or the caller (push), which
-/// must be able to see it.
-fn receiver(ctx: *mut raw::RedisModuleCtx, to: Option<u64>) -> Result<To, LockError> {
+/// Who gets the outcome: the connection `TO` names (pull), which must run as the caller's
+/// ACL user, or the caller (push), which must be able to see it.
+fn receiver(ctx: *mut raw::RedisModuleCtx, me: &Me, to: Option<u64>) -> Result<To, LockError> {
     if let Some(id) = to {
         let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
         info.version = 1;
@@ -89,6 +98,9 @@ fn receiver(ctx: *mut raw::RedisModuleCtx, to: Option<u64>) -> Result<To, LockEr
         let exists = unsafe { client_info((&raw mut info).cast(), id) };
         if exists != raw::REDISMODULE_OK as c_int {
             return Err(LockError::NoClient(id));
+        }
+        if !tickets::same_user(ctx, me, id) {
+            return Err(LockError::ToOtherUser(id));
         }
         return Ok(To {
             receiver: id,
@@ -105,8 +117,7 @@ fn receiver(ctx: *mut raw::RedisModuleCtx, to: Option<u64>) -> Result<To, LockEr
     if flags & raw::REDISMODULE_CTX_FLAGS_RESP3 == 0 {
         return Err(LockError::WaitNeedsResp3);
     }
-    let client_id = api!(RedisModule_GetClientId);
-    let id = unsafe { client_id(ctx) };
+    let id = me.id;
     if !tickets::subscribed(id, false) {
         if !has_subscriber(ctx, id)? {
             return Err(LockError::NotSubscribed(id));
