@@ -33,7 +33,9 @@ use tokio::time::{sleep_until, timeout};
 use crate::channel::Channel;
 use crate::commands;
 use crate::error::{timed_out, Error, Result};
-use crate::mailbox::{read_reply, server_error, unsubscribed, Claim, Loss, Orphan, Outcome};
+use crate::mailbox::{
+    no_receiver, read_reply, server_error, unsubscribed, Claim, Loss, Orphan, Outcome,
+};
 use crate::router::Sent;
 use crate::tickets::Tickets;
 use crate::wait::Wait;
@@ -91,8 +93,9 @@ impl Wait<'_> {
                 self.core.tickets().take_pull(&carried.channel.node);
                 return Ok(Waited::Pulled);
             }
-            Err(err) if unsubscribed(&err) => {
-                // Something left the channel (`RESET`, `UNSUBSCRIBE`): a fresh connection.
+            Err(err) if unsubscribed(&err) || no_receiver(&err) => {
+                // Something left the channel (`RESET`, `UNSUBSCRIBE`), or the receiver of a
+                // pull connection is gone: a fresh connection.
                 carried.channel.lose(Loss::Broken);
                 return self.ended(Outcome::Lost(Loss::Broken));
             }
@@ -115,7 +118,7 @@ impl Wait<'_> {
         id: u64,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Waited> {
-        let receiver = match channel.mailbox().claim(id) {
+        let receiver = match channel.mailbox().claim(id, self.key, self.owner) {
             Claim::Ended(outcome) => return self.ended(outcome),
             Claim::Waiting(receiver) => receiver,
         };
@@ -177,25 +180,26 @@ impl Wait<'_> {
 
     /// Cancels `ticket` and releases a grant that crossed the cancel; see the module docs.
     async fn cancel(&self, mut ticket: Ticket) {
-        let Some(mut link) = ticket.channel.link() else {
-            // Lost: the server drops the tickets of a closed connection.
-            return;
-        };
-        let cmd = commands::cancel(self.key, ticket.id);
-        let token = match cmd.query_async::<Option<u64>>(&mut link).await {
+        let within = self.core.options().response_timeout_duration();
+        let token = match ticket.channel.cancel(self.key, ticket.id).await {
             Ok(Some(0)) => None,
             Ok(Some(token)) => Some(token),
-            Ok(None) => {
-                let within = self.core.options().response_timeout_duration();
-                match timeout(within, &mut ticket.receiver).await {
+            Ok(None) => match timeout(within, &mut ticket.receiver).await {
+                Ok(Ok(Outcome::Granted(token))) => Some(token),
+                Ok(_) => None,
+                // Left to the ticket's `Drop` and the dispatcher.
+                Err(_) => return,
+            },
+            Err(err) => {
+                tracing::warn!(key = %self.key, %err, "LOCK.CANCEL failed; closing the wait connection");
+                // Closing it ends the ticket on the server; the outcome comes as the
+                // connection's loss, or as a grant it had delivered before.
+                ticket.channel.lose(Loss::Broken);
+                match timeout(3 * within, &mut ticket.receiver).await {
                     Ok(Ok(Outcome::Granted(token))) => Some(token),
                     Ok(_) => None,
-                    // Left to the ticket's `Drop` and the dispatcher.
                     Err(_) => return,
                 }
-            }
-            Err(err) => {
-                return tracing::warn!(key = %self.key, %err, "LOCK.CANCEL failed; a late grant is released when it comes");
             }
         };
         ticket.finish();
