@@ -8,11 +8,15 @@
 //!   task of its own (`acquire.rs`), which reads the reply whatever the caller does: a
 //!   `held` reply becomes a guard that is released, a `queued` one is cancelled.
 //! - **Cancel** (the caller went away, or no outcome by the wait grace past the deadline):
-//!   `LOCK.CANCEL key id` on the same connection, the wait still claimed. `0`: it was still
-//!   queued, nothing will come. A token: the grant is ours, released. Nil: the outcome went
-//!   out before the cancel, so it is in the dispatcher's hands already (one socket, in
-//!   order): it is read from the oneshot, and a grant released. The acquisition keeps its
-//!   turn (`turns.rs`) meanwhile, so no other acquisition of the owner counts that hold.
+//!   `LOCK.CANCEL key id`, the wait still claimed: on the push connection itself, or on the
+//!   node's shared connection for a pulled wait (`channel.rs`). `0`: it was still queued,
+//!   nothing will come. A token: the grant is ours, released. Nil: the outcome went out
+//!   before the cancel, so it is in the dispatcher's hands already (push: one socket, in
+//!   order) or about to be (pull): it is read from the oneshot, and a grant released. A
+//!   cancel without an answer gives the wait connection up, which ends the ticket on the
+//!   server; the outcome then comes as the loss, or as a grant read before it, released.
+//!   The acquisition keeps its turn (`turns.rs`) meanwhile, so no other acquisition of the
+//!   owner counts that hold.
 //! - **A ticket dropped without that** (its task aborted, no answer to the cancel): its
 //!   `Drop` forsakes the wait id in the mailbox under its lock. If no outcome had reached
 //!   it, the id is remembered as cancelled, a `LOCK.CANCEL` goes in the background, and a
@@ -20,9 +24,10 @@
 //!   from the oneshot and a grant released.
 //! - **Timeouts**: the server sends `<id> 0` at the `WAIT` limit; should it stay silent,
 //!   the client's wait grace ends the wait as before ([`Error::Unresponsive`]).
-//! - **A lost connection** fails the wait at once: closed, it is a connection error (the
-//!   acquisition checks for a grant and queues again, `recover.rs`); unresponsive, it is
-//!   [`Error::Unresponsive`].
+//! - **A lost connection** (`channel.rs`: killed on the server and read to its end first)
+//!   fails the wait: closed, it is a connection error (the acquisition checks for a grant
+//!   and queues again, `recover.rs`); unresponsive, it is [`Error::Unresponsive`]. A pull
+//!   connection whose receiver is gone (`ERR no client`) is given up the same way.
 
 use std::sync::Arc;
 
