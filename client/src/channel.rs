@@ -182,11 +182,16 @@ impl Channel {
     }
 
     /// `LOCK.CANCEL key id`: on the link for push (a grant pushed before the cancel then
-    /// arrives before its reply), on the node's shared connection for pull.
+    /// arrives before its reply), on the node's shared connection for pull (a wait id is
+    /// the node's: a redirection is not followed, but read as nil).
     pub(crate) async fn cancel(&self, key: &str, id: u64) -> RedisResult<Option<u64>> {
         let cmd = commands::cancel(key, id);
         if self.receiver.is_some() {
-            return self.node.query_fresh(&cmd).await;
+            return match self.node.query_fresh(&cmd).await {
+                // The slot moved: the node refused the ticket, and the refusal is on its way.
+                Err(err) if err.redirect_node().is_some() => Ok(None),
+                answer => answer,
+            };
         }
         let mut link = self.link().ok_or_else(broken)?;
         cmd.query_async(&mut link).await
