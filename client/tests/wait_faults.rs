@@ -241,3 +241,60 @@ async fn a_grant_on_its_way_to_a_receiver_that_timed_out_is_not_left_held() {
     );
     client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiter_is_served_while_its_wait_connections_are_killed_again_and_again() {
+    const WAITERS: usize = 10;
+    // A hold left behind would show as a wait of the whole lease, past the bound.
+    const LONG_LEASE: &str = "60000";
+    const BOUND: Duration = Duration::from_secs(40);
+    let cluster = Cluster::start(3);
+    let key = format!("{{{}}}:kills", cluster.key_on(1, "faults"));
+    let node = &cluster.nodes[1];
+    node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder", "LEASE", LONG_LEASE]);
+    let client = Client::open(cluster.nodes[0].url()).await.unwrap();
+    let mut waits = tokio::task::JoinSet::new();
+    for _ in 0..WAITERS {
+        let lock = client
+            .lock(key.as_str())
+            .options(LockOptions::new().lease(Duration::from_secs(60)));
+        waits.spawn(async move {
+            let guard = lock.acquire().await.expect("the lock");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            guard.release().await.expect("released");
+        });
+    }
+    let queued = eventually(SOON, || waiters(node, &key) == WAITERS as i64).await;
+    assert!(queued, "never queued");
+    node.cmd::<u64>(&["LOCK.RELEASE", &key, "holder"]);
+    let all = async {
+        while let Some(done) = waits.join_next().await {
+            done.unwrap();
+        }
+    };
+    let mut kills = 0;
+    let killing = async {
+        loop {
+            // The servers' commands are brief: run here, between the waiters' steps.
+            let command = ["lock.wait", "lock.grants"][kills % 2];
+            kills += kill_connections_that_ran(node, command);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let served = tokio::select! {
+        served = timeout(BOUND, all) => served,
+        never = killing => never,
+    };
+    eprintln!("{WAITERS} waiters served through {kills} kills of their wait connections");
+    assert!(
+        served.is_ok(),
+        "not every waiter was served: {:?}",
+        node.info(&key)
+    );
+    assert!(
+        eventually(SOON, || node.info(&key).is_none()).await,
+        "a hold was left behind: {:?}",
+        node.info(&key)
+    );
+    client.close().await.unwrap();
+}
