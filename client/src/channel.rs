@@ -58,6 +58,8 @@ pub(crate) struct Signals {
     pub(crate) stop: Notify,
     /// The reader has stopped.
     pub(crate) drained: Notify,
+    /// The waits have ended (step 4).
+    closed: Notify,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -159,6 +161,25 @@ impl Channel {
         }
         locked(&self.link).take();
         self.mailbox().fail(loss);
+        self.signals.closed.notify_waiters();
+    }
+
+    /// Once the connection is closing: waits until its waits have ended (within the kill's
+    /// and the read's bounds, twice the response timeout, and a response timeout more).
+    pub(crate) async fn settled(&self) {
+        let within = 3 * self.node.options.response_timeout_duration();
+        let ended = async {
+            loop {
+                let notified = self.signals.closed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.mailbox().is_lost() || !self.closing() {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        drop(tokio::time::timeout(within, ended).await);
     }
 
     /// Releases a grant made for a wait that was cancelled, in the background.

@@ -104,6 +104,13 @@ impl Wait<'_> {
                 carried.channel.lose(Loss::Broken);
                 return self.ended(Outcome::Lost(Loss::Broken));
             }
+            Err(err) if err.is_timeout() || err.is_io_error() => {
+                // The ticket may be queued: its connection is given up (`Tickets::failed`),
+                // and the error stands once the server has dropped the connection's tickets,
+                // so that the check that follows (`recover.rs`) sees the lock as it stays.
+                carried.channel.settled().await;
+                return Err(Error::from_command(err, self.key, self.owner));
+            }
             Err(err) => return Err(Error::from_command(err, self.key, self.owner)),
             Ok(reply) => reply,
         };
