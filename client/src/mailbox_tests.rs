@@ -110,3 +110,30 @@ fn an_outcome_that_came_before_a_loss_still_reaches_its_claim() {
         Claim::Waiting(_) => panic!("a claim on a lost connection waits"),
     }
 }
+
+#[test]
+fn a_receiver_gone_is_told_from_other_refusals() {
+    assert!(no_receiver(&server_error("ERR no client 12")));
+    for other in ["ERR TO must be followed by a client id", "ERR no such key"] {
+        assert!(!no_receiver(&server_error(other)), "{other}");
+    }
+}
+
+#[test]
+fn waits_given_up_for_no_answer_have_a_late_grant_handed_back() {
+    let mut mailbox = Mailbox::default();
+    let mut receiver = waiting(mailbox.claim(6, "k", "o"));
+    mailbox.fail(Loss::Unresponsive);
+    assert_eq!(receiver.try_recv(), Ok(Outcome::Lost(Loss::Unresponsive)));
+    let orphan = Orphan {
+        key: "k".into(),
+        owner: "o".into(),
+        token: 60,
+    };
+    assert_eq!(mailbox.route(6, Outcome::Granted(60)), Some(orphan));
+    // A closed connection sends nothing more: nothing is kept for it.
+    let mut closed = Mailbox::default();
+    let _waiting = waiting(closed.claim(7, "k", "o"));
+    closed.fail(Loss::Broken);
+    assert!(!closed.carries_waits());
+}
