@@ -42,8 +42,10 @@ pub(crate) struct Channel {
     sent: Mutex<Instant>,
     mailbox: Mutex<Mailbox>,
     pub(crate) node: Arc<Node>,
-    /// The `CLIENT ID` of the connection that receives the outcomes.
+    /// The connection that receives the outcomes: its `CLIENT ID`, and its address as the
+    /// server sees it, when the server tells it (see [`whoami`]).
     id: i64,
+    addr: Option<String>,
     /// For a pull connection, `Some(id)` (`LOCK.WAIT ... TO id`); `None` for push.
     pub(crate) receiver: Option<i64>,
     /// Why it is closing, once it is.
@@ -68,19 +70,21 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Channel {
     /// A wait connection to `node` that sends on `link`, whose outcomes go to connection
-    /// `id`, pulled if `pull`.
+    /// `receiver` (see [`whoami`]), pulled if `pull`.
     pub(crate) fn new(
         link: MultiplexedConnection,
         node: &Arc<Node>,
-        id: i64,
+        (id, addr): (i64, Option<String>),
         pull: bool,
     ) -> Arc<Channel> {
+        tracing::debug!(node = %node.addr, id, ?addr, pull, "wait connection opened");
         Arc::new(Channel {
             link: Mutex::new(Some(link)),
             sent: Mutex::new(Instant::now()),
             mailbox: Mutex::default(),
             node: node.clone(),
             id,
+            addr,
             receiver: pull.then_some(id),
             closing: Mutex::new(None),
             signals: Arc::default(),
@@ -133,7 +137,10 @@ impl Channel {
     /// Steps 2 to 4 of the module docs.
     async fn close(self: Arc<Self>, loss: Loss) {
         let within = self.node.options.response_timeout_duration();
-        let kill = commands::client_kill_id(self.id);
+        let kill = match &self.addr {
+            Some(addr) => commands::client_kill_id_at(self.id, addr),
+            None => commands::client_kill_id(self.id),
+        };
         let killed = tokio::time::timeout(within, self.node.query_fresh::<i64>(&kill)).await;
         match killed.unwrap_or_else(|_| Err(timed_out("no answer to CLIENT KILL"))) {
             Ok(_) => {
@@ -249,6 +256,20 @@ impl Drop for Channel {
         // Nobody waits on it any more: its reader ends, and the server drops the connection.
         self.signals.stop.notify_one();
     }
+}
+
+/// The `CLIENT ID` of `conn`, and its address as the server sees it (`CLIENT INFO`, `None`
+/// if the server does not tell it): the kill of a lost wait connection names both.
+pub(crate) async fn whoami(conn: &mut MultiplexedConnection) -> RedisResult<(i64, Option<String>)> {
+    let id: i64 = commands::client_id().query_async(conn).await?;
+    let info = commands::client_info().query_async::<String>(conn).await;
+    let addr = info.ok().and_then(|info| {
+        let field = info
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("addr="));
+        field.map(str::to_owned)
+    });
+    Ok((id, addr))
 }
 
 /// A client for `node`'s wait connections: its settings with `protocol`, `TCP_NODELAY` and

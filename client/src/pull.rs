@@ -26,7 +26,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult, Value};
 
-use crate::channel::{broken, wait_client, Channel, Signals};
+use crate::channel::{broken, wait_client, whoami, Channel, Signals};
 use crate::commands;
 use crate::error::timed_out;
 use crate::mailbox::{Loss, Outcome};
@@ -45,13 +45,13 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
         let mut reader = redis
             .get_multiplexed_async_connection_with_config(&reading)
             .await?;
-        let id: i64 = commands::client_id().query_async(&mut reader).await?;
-        RedisResult::Ok((link, reader, id))
+        let receiver = whoami(&mut reader).await?;
+        RedisResult::Ok((link, reader, receiver))
     };
-    let (link, reader, id) = tokio::time::timeout(o.connect_timeout_duration(), opening)
+    let (link, reader, receiver) = tokio::time::timeout(o.connect_timeout_duration(), opening)
         .await
         .map_err(|_| timed_out("no wait connections within the connect timeout"))??;
-    let channel = Channel::new(link, node, id, true);
+    let channel = Channel::new(link, node, receiver, true);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {
         read(weak, reader, &signals).await;

@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 use redis::{AsyncConnectionConfig, ProtocolVersion, PushInfo, PushKind, RedisResult};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
-use crate::channel::{wait_client, Channel, Signals};
+use crate::channel::{wait_client, whoami, Channel, Signals};
 use crate::commands;
 use crate::error::timed_out;
 use crate::mailbox::{self, Loss};
@@ -41,14 +41,14 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
         let mut link = redis
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
-        let id: i64 = commands::client_id().query_async(&mut link).await?;
-        link.subscribe(format!("__rlock__:{id}")).await?;
-        RedisResult::Ok((link, id))
+        let me = whoami(&mut link).await?;
+        link.subscribe(format!("__rlock__:{}", me.0)).await?;
+        RedisResult::Ok((link, me))
     };
-    let (link, id) = tokio::time::timeout(o.connect_timeout_duration(), opening)
+    let (link, me) = tokio::time::timeout(o.connect_timeout_duration(), opening)
         .await
         .map_err(|_| timed_out("no wait connection within the connect timeout"))??;
-    let channel = Channel::new(link, node, id, false);
+    let channel = Channel::new(link, node, me, false);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {
         dispatch(weak, received, &signals).await;
