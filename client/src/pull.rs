@@ -118,6 +118,10 @@ async fn read(channel: Weak<Channel>, mut reader: MultiplexedConnection, signals
         match answer {
             Ok(Value::Array(pairs)) => route(&channel, &pairs),
             Ok(_) => {}
+            Err(err) if channel.closing() => {
+                tracing::debug!(node = %channel.node.addr, %err, "a closed receiver read to its end");
+                return;
+            }
             Err(err) => {
                 tracing::warn!(node = %channel.node.addr, %err, "LOCK.GRANTS failed");
                 return channel.lose(Loss::Broken);
