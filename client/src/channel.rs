@@ -1,46 +1,67 @@
-//! One node's wait connection: a RESP3 connection that carries every ticket wait
-//! (`LOCK.WAIT`) of the client on that node, and receives their outcomes as pub/sub messages
-//! on its own channel `__rlock__:<its CLIENT ID>`.
+//! One node's wait connection, whichever way its outcomes travel (push, `push.rs`; pull, in
+//! a Redis Cluster, `pull.rs`): the link that sends `LOCK.WAIT`, the [`Mailbox`] of its
+//! tickets, the id of the connection that receives their outcomes, and how it fails.
 //!
-//! - **Opening**: `HELLO 3` (the `redis` crate's handshake), `CLIENT ID`,
-//!   `SUBSCRIBE __rlock__:<id>`.
-//! - **One dispatcher** per connection (a task reading its push channel) routes each
-//!   message `<wait id> <outcome>` through the connection's [`Mailbox`], and releases a
-//!   grant that comes for a cancelled wait (`LOCK.RELEASE key owner TOKEN t`, on this
-//!   connection: the grant was made on this node).
-//! - **Liveness**: one `PING` per keepalive interval, only while the connection carries
-//!   waits. A closed connection, or a `PING` without an answer in the response timeout,
-//!   fails every wait it carries at once ([`Loss`]), and the connection is dropped (the
-//!   server drops its tickets); the next wait opens a new one.
+//! **It fails as one.** Whatever ends it (a closed connection on either side, a command or
+//! a liveness probe without an answer, a cancel that could not be sent), the same steps
+//! run, once, in a task of their own ([`Channel::lose`]):
 //!
-//! Commands on it (`LOCK.WAIT`, `LOCK.CANCEL`, `PING`) are answered at once, so it has the
-//! response timeout of the shared connections. Replies and messages come on one socket in
-//! the server's order, and the `redis` crate hands a message to the dispatcher before it
-//! answers a later command: a grant the server made before a `LOCK.CANCEL` is in the
-//! dispatcher's channel by the time the cancel's reply is read.
+//! 1. It is marked closing: the next wait opens a fresh one.
+//! 2. The receiving connection is killed, `CLIENT KILL ID` on the node's shared connection
+//!    (which reconnects by itself). Once that is answered, the server has dropped the
+//!    connection's queued tickets and taken back the grants it had not delivered.
+//! 3. The receiver reads what was delivered before the kill, up to the close (within the
+//!    response timeout): those outcomes reach their waits as usual.
+//! 4. Every wait still open ends with a [`Loss`]: [`Loss::Broken`] if the kill was answered
+//!    (the acquisition then checks for a grant, on a server whose state is settled, and
+//!    queues again on a fresh connection), [`Loss::Unresponsive`] if it was not (the
+//!    acquisition fails; the receiver reads on for a while, and a grant the server had sent
+//!    for such a wait before it stopped answering is released).
+//!
+//! `LOCK.CANCEL` of a pulled wait and the release of a grant that came for a cancelled wait
+//! go on the node's shared connection, never on a sender that may have died while idle.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use redis::io::tcp::socket2::TcpKeepalive;
-use redis::{AsyncConnectionConfig, ProtocolVersion, PushInfo, PushKind, RedisResult};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use redis::{ProtocolVersion, RedisError, RedisResult};
+use tokio::sync::Notify;
 
 use crate::commands;
 use crate::error::timed_out;
-use crate::mailbox::{self, Loss, Mailbox, Orphan};
+use crate::mailbox::{Loss, Mailbox, Orphan};
 use crate::node::Node;
 
 /// One node's wait connection.
 pub(crate) struct Channel {
-    /// `None` once given up: dropping the last handle closes the socket.
+    /// The connection that sends; `None` once the channel is closing.
     link: Mutex<Option<MultiplexedConnection>>,
+    /// When a command last went out on the link.
+    sent: Mutex<Instant>,
     mailbox: Mutex<Mailbox>,
     pub(crate) node: Arc<Node>,
-    /// For a pull connection (`pull.rs`), the id of the connection whose mailbox receives
-    /// the outcomes (`LOCK.WAIT ... TO id`); `None` for a push connection.
+    /// The connection that receives the outcomes: its `CLIENT ID`, and its address as the
+    /// server sees it, when the server tells it (see [`whoami`]).
+    id: i64,
+    addr: Option<String>,
+    /// For a pull connection, `Some(id)` (`LOCK.WAIT ... TO id`); `None` for push.
     pub(crate) receiver: Option<i64>,
+    /// Why it is closing, once it is.
+    closing: Mutex<Option<Loss>>,
+    pub(crate) signals: Arc<Signals>,
+}
+
+/// Between a channel and the task that reads its outcomes.
+#[derive(Default)]
+pub(crate) struct Signals {
+    /// The reader is to stop at once, dropping its connection.
+    pub(crate) stop: Notify,
+    /// The reader has stopped.
+    pub(crate) drained: Notify,
+    /// The waits have ended (step 4).
+    closed: Notify,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -48,9 +69,47 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Channel {
-    /// A handle to send on, unless the connection was given up.
+    /// A wait connection to `node` that sends on `link`, whose outcomes go to connection
+    /// `receiver` (see [`whoami`]), pulled if `pull`.
+    pub(crate) fn new(
+        link: MultiplexedConnection,
+        node: &Arc<Node>,
+        (id, addr): (i64, Option<String>),
+        pull: bool,
+    ) -> Arc<Channel> {
+        tracing::debug!(node = %node.addr, id, ?addr, pull, "wait connection opened");
+        Arc::new(Channel {
+            link: Mutex::new(Some(link)),
+            sent: Mutex::new(Instant::now()),
+            mailbox: Mutex::default(),
+            node: node.clone(),
+            id,
+            addr,
+            receiver: pull.then_some(id),
+            closing: Mutex::new(None),
+            signals: Arc::default(),
+        })
+    }
+
+    /// A handle to send on, unless the connection is closing; counts as a use.
     pub(crate) fn link(&self) -> Option<MultiplexedConnection> {
-        locked(&self.link).clone()
+        let link = locked(&self.link).clone();
+        *locked(&self.sent) = Instant::now();
+        link
+    }
+
+    /// How long since a command last went out on the link.
+    pub(crate) fn idle(&self) -> Duration {
+        locked(&self.sent).elapsed()
+    }
+
+    /// Sends from now on with `link` (a fresh sender), unless the channel is closing.
+    pub(crate) fn replace_link(&self, link: MultiplexedConnection) {
+        let mut current = locked(&self.link);
+        if current.is_some() {
+            *current = Some(link);
+            *locked(&self.sent) = Instant::now();
+        }
     }
 
     /// The connection's mailbox, locked.
@@ -58,29 +117,88 @@ impl Channel {
         locked(&self.mailbox)
     }
 
-    /// Whether the connection was given up.
-    pub(crate) fn lost(&self) -> Option<Loss> {
-        self.mailbox().lost()
+    /// Whether the connection is closing or closed: new waits go elsewhere.
+    pub(crate) fn closing(&self) -> bool {
+        locked(&self.closing).is_some()
     }
 
-    /// Gives the connection up: every wait on it ends with `loss`, and it is closed.
-    pub(crate) fn lose(&self, loss: Loss) {
-        if self.lost().is_none() {
-            tracing::warn!(node = %self.node.addr, ?loss, "wait connection lost; failing its waits");
+    /// Gives the connection up for `loss`, once: see the module docs.
+    pub(crate) fn lose(self: &Arc<Self>, loss: Loss) {
+        if locked(&self.closing).replace(loss).is_some() {
+            return;
         }
-        self.mailbox().fail(loss);
+        tracing::warn!(node = %self.node.addr, ?loss, "wait connection lost; closing it and failing its waits");
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(self.clone().close(loss))),
+            Err(_) => self.closed(loss, true),
+        }
+    }
+
+    /// Steps 2 to 4 of the module docs.
+    async fn close(self: Arc<Self>, loss: Loss) {
+        let within = self.node.options.response_timeout_duration();
+        let kill = match &self.addr {
+            Some(addr) => commands::client_kill_id_at(self.id, addr),
+            None => commands::client_kill_id(self.id),
+        };
+        let killed = tokio::time::timeout(within, self.node.query_fresh::<i64>(&kill)).await;
+        match killed.unwrap_or_else(|_| Err(timed_out("no answer to CLIENT KILL"))) {
+            Ok(_) => {
+                drop(tokio::time::timeout(within, self.signals.drained.notified()).await);
+                self.closed(Loss::Broken, true);
+            }
+            Err(err) => {
+                tracing::warn!(node = %self.node.addr, %err, "could not kill a lost wait connection");
+                let loss = if err.is_timeout() {
+                    Loss::Unresponsive
+                } else {
+                    loss
+                };
+                self.closed(loss, false);
+            }
+        }
+    }
+
+    /// Drops the link and ends every wait with `loss`; stops the reader if `stop` (if not,
+    /// it reads on for a while, `pull.rs`: a grant the server had sent comes for a wait
+    /// given up, and is released).
+    fn closed(&self, loss: Loss, stop: bool) {
+        if stop {
+            self.signals.stop.notify_one();
+        }
         locked(&self.link).take();
+        self.mailbox().fail(loss);
+        self.signals.closed.notify_waiters();
+    }
+
+    /// Once the connection is closing: waits until its waits have ended (within the kill's
+    /// and the read's bounds, twice the response timeout, and a response timeout more).
+    pub(crate) async fn settled(&self) {
+        let within = 3 * self.node.options.response_timeout_duration();
+        let ended = async {
+            loop {
+                let notified = self.signals.closed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.mailbox().is_lost() || !self.closing() {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        drop(tokio::time::timeout(within, ended).await);
     }
 
     /// Releases a grant made for a wait that was cancelled, in the background.
     pub(crate) fn release_orphan(&self, orphan: Orphan) {
-        let Some(mut link) = self.link() else {
-            return tracing::warn!(key = %orphan.key, "a grant for a cancelled wait on a lost connection; it ends with its lease");
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return tracing::warn!(key = %orphan.key, "a grant for a cancelled wait outside a runtime; it ends with its lease");
         };
-        tokio::spawn(async move {
+        let node = self.node.clone();
+        runtime.spawn(async move {
             let Orphan { key, owner, token } = orphan;
             let cmd = commands::release(&key, &owner, token);
-            match cmd.query_async::<u64>(&mut link).await {
+            match node.query_fresh::<u64>(&cmd).await {
                 Ok(_) => {
                     tracing::debug!(key, owner, token, "released a grant for a cancelled wait")
                 }
@@ -90,56 +208,68 @@ impl Channel {
             }
         });
     }
-}
 
-impl Channel {
+    /// `LOCK.CANCEL key id`: on the link for push (a grant pushed before the cancel then
+    /// arrives before its reply), on the node's shared connection for pull (a wait id is
+    /// the node's: a redirection is not followed, but read as nil).
+    pub(crate) async fn cancel(&self, key: &str, id: u64) -> RedisResult<Option<u64>> {
+        let cmd = commands::cancel(key, id);
+        if self.receiver.is_some() {
+            return match self.node.query_fresh(&cmd).await {
+                // The slot moved: the node refused the ticket, and the refusal is on its way.
+                Err(err) if err.redirect_node().is_some() => Ok(None),
+                answer => answer,
+            };
+        }
+        let mut link = self.link().ok_or_else(broken)?;
+        cmd.query_async(&mut link).await
+    }
+
     /// Sends `LOCK.CANCEL key id` for a wait given up without awaiting the answer (see
-    /// `ticket.rs`): its answer settles the id, or hands over a grant to release.
+    /// `ticket.rs`): its answer settles the id, or hands over a grant to release. A cancel
+    /// that fails closes the connection, which ends the wait on the server.
     pub(crate) fn cancel_in_background(self: &Arc<Self>, id: u64, key: &str, owner: &str) {
-        let (Some(mut link), Ok(runtime)) = (self.link(), tokio::runtime::Handle::try_current())
-        else {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let (channel, key, owner) = (self.clone(), key.to_owned(), owner.to_owned());
         runtime.spawn(async move {
-            let cmd = commands::cancel(&key, id);
-            match cmd.query_async::<Option<u64>>(&mut link).await {
+            match channel.cancel(&key, id).await {
                 Ok(Some(0)) => channel.mailbox().settled(id),
                 Ok(Some(token)) => {
                     channel.mailbox().settled(id);
                     channel.release_orphan(Orphan { key, owner, token });
                 }
-                // Nil: the outcome went out; the dispatcher releases a grant.
+                // Nil: the outcome went out; the reader releases a grant.
                 Ok(None) => {}
-                Err(err) => tracing::warn!(key, %err, "LOCK.CANCEL failed"),
+                Err(err) => {
+                    tracing::warn!(key, %err, "LOCK.CANCEL failed; closing the wait connection");
+                    channel.lose(Loss::Broken);
+                }
             }
         });
     }
 }
 
-/// Opens the wait connection to `node` and starts its dispatcher.
-pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
-    let o = node.options;
-    let (pushes, received) = unbounded_channel();
-    let config = AsyncConnectionConfig::new()
-        .set_response_timeout(Some(o.response_timeout_duration()))
-        .set_connection_timeout(Some(o.connect_timeout_duration()))
-        .set_push_sender(pushes);
-    let redis = wait_client(node, ProtocolVersion::RESP3)?;
-    let opening = async {
-        let mut link = redis
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
-        let id: i64 = commands::client_id().query_async(&mut link).await?;
-        link.subscribe(format!("__rlock__:{id}")).await?;
-        RedisResult::Ok(link)
-    };
-    let link = tokio::time::timeout(o.connect_timeout_duration(), opening)
-        .await
-        .map_err(|_| timed_out("no wait connection within the connect timeout"))??;
-    let channel = Channel::new(link, node, None);
-    tokio::spawn(dispatch(Arc::downgrade(&channel), received));
-    Ok(channel)
+impl Drop for Channel {
+    fn drop(&mut self) {
+        // Nobody waits on it any more: its reader ends, and the server drops the connection.
+        self.signals.stop.notify_one();
+    }
+}
+
+/// The `CLIENT ID` of `conn`, and its address as the server sees it (`CLIENT INFO`, `None`
+/// if the server does not tell it): the kill of a lost wait connection names both.
+pub(crate) async fn whoami(conn: &mut MultiplexedConnection) -> RedisResult<(i64, Option<String>)> {
+    let id: i64 = commands::client_id().query_async(conn).await?;
+    let info = commands::client_info().query_async::<String>(conn).await;
+    let addr = info.ok().and_then(|info| {
+        let field = info
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("addr="));
+        field.map(str::to_owned)
+    });
+    Ok((id, addr))
 }
 
 /// A client for `node`'s wait connections: its settings with `protocol`, `TCP_NODELAY` and
@@ -157,103 +287,10 @@ pub(crate) fn wait_client(node: &Node, protocol: ProtocolVersion) -> RedisResult
     redis::Client::open(info.set_redis_settings(settings).set_tcp_settings(tcp))
 }
 
-impl Channel {
-    /// A wait connection to `node` that sends on `link`.
-    pub(crate) fn new(
-        link: MultiplexedConnection,
-        node: &Arc<Node>,
-        receiver: Option<i64>,
-    ) -> Arc<Channel> {
-        Arc::new(Channel {
-            link: Mutex::new(Some(link)),
-            mailbox: Mutex::default(),
-            node: node.clone(),
-            receiver,
-        })
-    }
-}
-
-/// The dispatcher of one wait connection: routes its messages, and probes it while it
-/// carries waits. Ends when the connection is lost or the client dropped it.
-async fn dispatch(channel: Weak<Channel>, mut received: UnboundedReceiver<PushInfo>) {
-    let Some(every) = channel
-        .upgrade()
-        .map(|c| c.node.options.keepalive_interval())
-    else {
-        return;
-    };
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut probe = None;
-    loop {
-        tokio::select! {
-            push = received.recv() => {
-                let Some(channel) = channel.upgrade() else { return };
-                match push {
-                    Some(push) if push.kind != PushKind::Disconnection => route(&channel, push),
-                    _ => return channel.lose(Loss::Broken),
-                }
-            }
-            answered = async {
-                match probe.as_mut() {
-                    Some(probe) => probe.await,
-                    None => std::future::pending().await,
-                }
-            }, if probe.is_some() => {
-                probe = None;
-                let Some(channel) = channel.upgrade() else { return };
-                if let Err(err) = answered {
-                    tracing::warn!(node = %channel.node.addr, %err, "a wait connection did not answer its PING");
-                    return channel.lose(Loss::Unresponsive);
-                }
-            }
-            _ = tick.tick(), if probe.is_none() => {
-                let Some(channel) = channel.upgrade() else { return };
-                if channel.lost().is_some() {
-                    return;
-                }
-                probe = channel.ping();
-            }
-        }
-    }
-}
-
-type Probe = std::pin::Pin<Box<dyn std::future::Future<Output = RedisResult<()>> + Send>>;
-
-impl Channel {
-    /// A `PING` to send, if the connection carries waits.
-    fn ping(&self) -> Option<Probe> {
-        if !self.mailbox().carries_waits() {
-            return None;
-        }
-        let mut link = self.link()?;
-        let within = self.node.options.response_timeout_duration();
-        Some(Box::pin(async move {
-            let ping = commands::ping();
-            let reply = ping.query_async::<String>(&mut link);
-            match tokio::time::timeout(within, reply).await {
-                Ok(answer) => answer.map(drop),
-                Err(_) => Err(timed_out("no reply to PING on a wait connection")),
-            }
-        }))
-    }
-}
-
-/// Routes one push: a grant message to its wait, or to release.
-fn route(channel: &Channel, push: PushInfo) {
-    if push.kind != PushKind::Message {
-        return;
-    }
-    let payload = match push.data.get(1) {
-        Some(redis::Value::BulkString(bytes)) => bytes.as_slice(),
-        Some(redis::Value::SimpleString(text)) => text.as_bytes(),
-        _ => return,
-    };
-    let Some((id, outcome)) = mailbox::parse(payload) else {
-        return tracing::warn!(payload = %String::from_utf8_lossy(payload), "an unreadable grant message");
-    };
-    let orphan = channel.mailbox().route(id, outcome);
-    if let Some(orphan) = orphan {
-        channel.release_orphan(orphan);
-    }
+/// The error of a send on a wait connection that was given up.
+pub(crate) fn broken() -> RedisError {
+    RedisError::from(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "the wait connection was given up",
+    ))
 }

@@ -110,6 +110,21 @@ pub(crate) fn client_kill_id(id: i64) -> Cmd {
     cmd
 }
 
+/// `CLIENT INFO`: the connection as its server sees it (`addr=ip:port ...`).
+pub(crate) fn client_info() -> Cmd {
+    let mut cmd = cmd("CLIENT");
+    cmd.arg("INFO");
+    cmd
+}
+
+/// `CLIENT KILL ID id ADDR addr`: closes that connection only if it still has that address,
+/// so that an id a restarted server gave to another connection is not killed.
+pub(crate) fn client_kill_id_at(id: i64, addr: &str) -> Cmd {
+    let mut cmd = client_kill_id(id);
+    cmd.arg("ADDR").arg(addr);
+    cmd
+}
+
 /// `WAIT replicas ms`: how many replicas have the connection's last write.
 pub(crate) fn wait_replicas(replicas: usize, timeout_ms: u64) -> Cmd {
     let mut cmd = cmd("WAIT");
@@ -217,6 +232,11 @@ mod tests {
     fn server_commands_are_spelled_as_the_server_takes_them() {
         assert_eq!(words(&client_id()), ["CLIENT", "ID"]);
         assert_eq!(words(&client_kill_id(42)), ["CLIENT", "KILL", "ID", "42"]);
+        assert_eq!(words(&client_info()), ["CLIENT", "INFO"]);
+        assert_eq!(
+            words(&client_kill_id_at(42, "127.0.0.1:5000")),
+            ["CLIENT", "KILL", "ID", "42", "ADDR", "127.0.0.1:5000"]
+        );
         assert_eq!(words(&wait_replicas(2, 100)), ["WAIT", "2", "100"]);
         assert_eq!(words(&module_probe()), ["COMMAND", "INFO", "LOCK.ACQUIRE"]);
         assert_eq!(words(&info_cluster()), ["INFO", "cluster"]);

@@ -262,6 +262,7 @@ mod pair;
 mod per_thread;
 mod pool;
 mod pull;
+mod push;
 mod quorum;
 mod recover;
 mod redlock;

@@ -15,9 +15,19 @@
 //!   anyway is handed back for release ([`Mailbox::route`]). If it was not there, the
 //!   outcome is already in the wait's oneshot, and the wait reads it from there.
 //! - **A lost connection.** Every wait it carries gets [`Outcome::Lost`] at once, and so
-//!   does every later claim: the server drops a closed connection's tickets.
+//!   does every later claim without an outcome: the server drops a closed connection's
+//!   tickets.
+//!
+//! Nothing is kept without bound. A wait is in the map until its outcome or its cancel; a
+//! cancelled one until its outcome, the cancel's answer, or the connection's loss. An
+//! outcome nobody claimed is kept for a claim to come, [`MAX_UNCLAIMED`] of them at most,
+//! the oldest dropped first: a wait's claim follows its `LOCK.WAIT` reply within the
+//! response timeout, so only a wait whose reply was lost (its connection is given up then,
+//! and the acquisition checks the lock and adopts such a grant) or a stranger's `TO` leaves
+//! one unclaimed. A grant so dropped is not released here: a grant message carries no key
+//! nor owner, and the hold is its acquisition's to adopt.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use redis::{RedisError, Value};
 use tokio::sync::oneshot;
@@ -60,18 +70,23 @@ pub(crate) struct Orphan {
     pub(crate) token: u64,
 }
 
+/// How many outcomes nobody claimed a mailbox keeps (see the module docs).
+pub(crate) const MAX_UNCLAIMED: usize = 1024;
+
 /// The tickets of one wait connection.
 #[derive(Default)]
 pub(crate) struct Mailbox {
-    waits: HashMap<u64, oneshot::Sender<Outcome>>,
-    early: HashMap<u64, Outcome>,
+    /// By wait id: where its outcome goes, its key and owner.
+    waits: HashMap<u64, (oneshot::Sender<Outcome>, String, String)>,
+    /// By wait id; ids grow, so the first is the oldest.
+    early: BTreeMap<u64, Outcome>,
     cancelled: HashMap<u64, (String, String)>,
     lost: Option<Loss>,
 }
 
 impl Mailbox {
-    /// Claims the outcome of wait `id`.
-    pub(crate) fn claim(&mut self, id: u64) -> Claim {
+    /// Claims the outcome of wait `id`, a wait for `key` by `owner`.
+    pub(crate) fn claim(&mut self, id: u64, key: &str, owner: &str) -> Claim {
         if let Some(outcome) = self.early.remove(&id) {
             return Claim::Ended(outcome);
         }
@@ -79,13 +94,14 @@ impl Mailbox {
             return Claim::Ended(Outcome::Lost(loss));
         }
         let (sender, receiver) = oneshot::channel();
-        self.waits.insert(id, sender);
+        let wait = (sender, key.to_owned(), owner.to_owned());
+        self.waits.insert(id, wait);
         Claim::Waiting(receiver)
     }
 
     /// Routes the outcome of wait `id`; a grant for a cancelled wait comes back to release.
     pub(crate) fn route(&mut self, id: u64, outcome: Outcome) -> Option<Orphan> {
-        if let Some(waiter) = self.waits.remove(&id) {
+        if let Some((waiter, _, _)) = self.waits.remove(&id) {
             // The receiver lives until its wait left the map (see `forsake`): this send
             // fails only if a wait was dropped without leaving it, which nothing does.
             if let Err(Outcome::Granted(token)) = waiter.send(outcome) {
@@ -100,6 +116,15 @@ impl Mailbox {
             };
         }
         self.early.insert(id, outcome);
+        if self.early.len() > MAX_UNCLAIMED {
+            if let Some((id, outcome)) = self.early.pop_first() {
+                tracing::warn!(
+                    id,
+                    ?outcome,
+                    "dropped the outcome of a wait this client does not know"
+                );
+            }
+        }
         None
     }
 
@@ -127,20 +152,34 @@ impl Mailbox {
     }
 
     /// Whether the connection was given up.
+    #[cfg(test)]
     pub(crate) fn lost(&self) -> Option<Loss> {
         self.lost
     }
 
     /// Gives the connection up: every wait it carries ends with `loss`, now and later.
+    ///
+    /// [`Loss::Broken`]: the server has dropped the connection's tickets and nothing more
+    /// comes (`channel.rs` kills it and reads it to its end first). [`Loss::Unresponsive`]:
+    /// the server did not answer, and a grant it made may still come; the waits are
+    /// remembered as cancelled, so that such a grant is handed back for release.
     pub(crate) fn fail(&mut self, loss: Loss) {
         self.lost.get_or_insert(loss);
-        for (_, waiter) in self.waits.drain() {
+        for (id, (waiter, key, owner)) in self.waits.drain() {
             drop(waiter.send(Outcome::Lost(loss)));
+            if loss == Loss::Unresponsive {
+                self.cancelled.insert(id, (key, owner));
+            }
         }
-        // The server drops a closed connection's tickets; a grant already pushed on it
-        // ends with its lease.
-        self.cancelled.clear();
-        self.early.clear();
+        if loss == Loss::Broken {
+            self.cancelled.clear();
+        }
+        // Unclaimed outcomes stay for the claims still to come.
+    }
+
+    /// Whether the connection was given up.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.is_some()
     }
 }
 
@@ -182,6 +221,12 @@ pub(crate) fn read_reply(reply: &Value) -> Option<(&str, u64)> {
 pub(crate) fn unsubscribed(err: &RedisError) -> bool {
     let detail = err.detail().unwrap_or_default();
     detail.starts_with("subscribe to __rlock__:")
+}
+
+/// Whether `err` says that the receiver named by `TO` is gone (`ERR no client <id>`).
+pub(crate) fn no_receiver(err: &RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default();
+    err.code() == Some("ERR") && detail.starts_with("no client ")
 }
 
 /// The error a grant message's `-<error line>` stands for.

@@ -22,6 +22,10 @@ use tokio::sync::Mutex;
 
 use crate::config::ClientOptions;
 
+/// How long a connection may stay unused before a command that must not run twice checks
+/// it first: half the shortest idle `timeout` a server can have (1 s).
+pub(crate) const IDLE_CHECK: Duration = Duration::from_millis(500);
+
 /// One server: its address and its shared multiplexed connection, opened at first use.
 pub(crate) struct Node {
     /// `host:port` (the form redirections use), or the seed's socket path.
@@ -178,6 +182,28 @@ impl Node {
             }
             answer => answer,
         };
+        if let Err(err) = &answer {
+            shared.failed(err);
+        }
+        answer
+    }
+}
+
+impl Node {
+    /// `cmd` on this node's shared connection, for a command that must not run twice and
+    /// must reach this very node (`LOCK.CANCEL` of a wait id, which is per server): after
+    /// [`IDLE_CHECK`] without commands the connection is checked with a `PING` first (sent
+    /// again if the server had closed it while idle). Redirections are not followed.
+    pub(crate) async fn query_fresh<T: FromRedisValue>(
+        self: &Arc<Self>,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        if self.idle() >= IDLE_CHECK {
+            let ping = redis::pipe().add_command(crate::commands::ping()).clone();
+            self.pipeline::<(String,)>(&ping).await?;
+        }
+        let mut shared = self.shared_conn().await?;
+        let answer = cmd.query_async(&mut shared.conn).await;
         if let Err(err) = &answer {
             shared.failed(err);
         }

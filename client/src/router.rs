@@ -41,14 +41,10 @@ use redis::{Cmd, FromRedisValue, RedisError, RedisResult};
 use crate::commands;
 use crate::config::ClientOptions;
 use crate::error::Error;
-use crate::node::{dropped, Carrier, Node, Shared};
+use crate::node::{dropped, Carrier, Node, Shared, IDLE_CHECK};
 use crate::sentinel::Sentinels;
 use crate::slots;
 use crate::topology::Topology;
-
-/// How long the shared connection may stay unused before a command that must not run twice
-/// checks it first: half the shortest idle `timeout` a server can have (1 s).
-pub(crate) const IDLE_CHECK: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Sends commands to the nodes that serve their keys.
 pub(crate) struct Router {

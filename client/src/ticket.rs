@@ -8,11 +8,15 @@
 //!   task of its own (`acquire.rs`), which reads the reply whatever the caller does: a
 //!   `held` reply becomes a guard that is released, a `queued` one is cancelled.
 //! - **Cancel** (the caller went away, or no outcome by the wait grace past the deadline):
-//!   `LOCK.CANCEL key id` on the same connection, the wait still claimed. `0`: it was still
-//!   queued, nothing will come. A token: the grant is ours, released. Nil: the outcome went
-//!   out before the cancel, so it is in the dispatcher's hands already (one socket, in
-//!   order): it is read from the oneshot, and a grant released. The acquisition keeps its
-//!   turn (`turns.rs`) meanwhile, so no other acquisition of the owner counts that hold.
+//!   `LOCK.CANCEL key id`, the wait still claimed: on the push connection itself, or on the
+//!   node's shared connection for a pulled wait (`channel.rs`). `0`: it was still queued,
+//!   nothing will come. A token: the grant is ours, released. Nil: the outcome went out
+//!   before the cancel, so it is in the dispatcher's hands already (push: one socket, in
+//!   order) or about to be (pull): it is read from the oneshot, and a grant released. A
+//!   cancel without an answer gives the wait connection up, which ends the ticket on the
+//!   server; the outcome then comes as the loss, or as a grant read before it, released.
+//!   The acquisition keeps its turn (`turns.rs`) meanwhile, so no other acquisition of the
+//!   owner counts that hold.
 //! - **A ticket dropped without that** (its task aborted, no answer to the cancel): its
 //!   `Drop` forsakes the wait id in the mailbox under its lock. If no outcome had reached
 //!   it, the id is remembered as cancelled, a `LOCK.CANCEL` goes in the background, and a
@@ -20,9 +24,10 @@
 //!   from the oneshot and a grant released.
 //! - **Timeouts**: the server sends `<id> 0` at the `WAIT` limit; should it stay silent,
 //!   the client's wait grace ends the wait as before ([`Error::Unresponsive`]).
-//! - **A lost connection** fails the wait at once: closed, it is a connection error (the
-//!   acquisition checks for a grant and queues again, `recover.rs`); unresponsive, it is
-//!   [`Error::Unresponsive`].
+//! - **A lost connection** (`channel.rs`: killed on the server and read to its end first)
+//!   fails the wait: closed, it is a connection error (the acquisition checks for a grant
+//!   and queues again, `recover.rs`); unresponsive, it is [`Error::Unresponsive`]. A pull
+//!   connection whose receiver is gone (`ERR no client`) is given up the same way.
 
 use std::sync::Arc;
 
@@ -33,7 +38,9 @@ use tokio::time::{sleep_until, timeout};
 use crate::channel::Channel;
 use crate::commands;
 use crate::error::{timed_out, Error, Result};
-use crate::mailbox::{read_reply, server_error, unsubscribed, Claim, Loss, Orphan, Outcome};
+use crate::mailbox::{
+    no_receiver, read_reply, server_error, unsubscribed, Claim, Loss, Orphan, Outcome,
+};
 use crate::router::Sent;
 use crate::tickets::Tickets;
 use crate::wait::Wait;
@@ -91,10 +98,18 @@ impl Wait<'_> {
                 self.core.tickets().take_pull(&carried.channel.node);
                 return Ok(Waited::Pulled);
             }
-            Err(err) if unsubscribed(&err) => {
-                // Something left the channel (`RESET`, `UNSUBSCRIBE`): a fresh connection.
+            Err(err) if unsubscribed(&err) || no_receiver(&err) => {
+                // Something left the channel (`RESET`, `UNSUBSCRIBE`), or the receiver of a
+                // pull connection is gone: a fresh connection.
                 carried.channel.lose(Loss::Broken);
                 return self.ended(Outcome::Lost(Loss::Broken));
+            }
+            Err(err) if err.is_timeout() || err.is_io_error() => {
+                // The ticket may be queued: its connection is given up (`Tickets::failed`),
+                // and the error stands once the server has dropped the connection's tickets,
+                // so that the check that follows (`recover.rs`) sees the lock as it stays.
+                carried.channel.settled().await;
+                return Err(Error::from_command(err, self.key, self.owner));
             }
             Err(err) => return Err(Error::from_command(err, self.key, self.owner)),
             Ok(reply) => reply,
@@ -115,7 +130,7 @@ impl Wait<'_> {
         id: u64,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Waited> {
-        let receiver = match channel.mailbox().claim(id) {
+        let receiver = match channel.mailbox().claim(id, self.key, self.owner) {
             Claim::Ended(outcome) => return self.ended(outcome),
             Claim::Waiting(receiver) => receiver,
         };
@@ -177,25 +192,26 @@ impl Wait<'_> {
 
     /// Cancels `ticket` and releases a grant that crossed the cancel; see the module docs.
     async fn cancel(&self, mut ticket: Ticket) {
-        let Some(mut link) = ticket.channel.link() else {
-            // Lost: the server drops the tickets of a closed connection.
-            return;
-        };
-        let cmd = commands::cancel(self.key, ticket.id);
-        let token = match cmd.query_async::<Option<u64>>(&mut link).await {
+        let within = self.core.options().response_timeout_duration();
+        let token = match ticket.channel.cancel(self.key, ticket.id).await {
             Ok(Some(0)) => None,
             Ok(Some(token)) => Some(token),
-            Ok(None) => {
-                let within = self.core.options().response_timeout_duration();
-                match timeout(within, &mut ticket.receiver).await {
+            Ok(None) => match timeout(within, &mut ticket.receiver).await {
+                Ok(Ok(Outcome::Granted(token))) => Some(token),
+                Ok(_) => None,
+                // Left to the ticket's `Drop` and the dispatcher.
+                Err(_) => return,
+            },
+            Err(err) => {
+                tracing::warn!(key = %self.key, %err, "LOCK.CANCEL failed; closing the wait connection");
+                // Closing it ends the ticket on the server; the outcome comes as the
+                // connection's loss, or as a grant it had delivered before.
+                ticket.channel.lose(Loss::Broken);
+                match timeout(3 * within, &mut ticket.receiver).await {
                     Ok(Ok(Outcome::Granted(token))) => Some(token),
                     Ok(_) => None,
-                    // Left to the ticket's `Drop` and the dispatcher.
                     Err(_) => return,
                 }
-            }
-            Err(err) => {
-                return tracing::warn!(key = %self.key, %err, "LOCK.CANCEL failed; a late grant is released when it comes");
             }
         };
         ticket.finish();

@@ -1,14 +1,16 @@
-//! The wait connections of a client: per node, one RESP3 connection (`channel.rs`) that
+//! The wait connections of a client: per node, one RESP3 connection (`push.rs`) that
 //! carries every ticket wait (`LOCK.WAIT`) of the client on that node and receives their
 //! outcomes by push, or, on a node that answers "needs TO" (a Redis Cluster node), a pair
 //! that pulls them (`pull.rs`: [`Tickets::take_pull`]). Opened lazily at the first wait for
-//! the node, and again after a loss (the server drops a closed connection's tickets, so
-//! nothing is lost by opening another).
+//! the node, and again once one is given up (`channel.rs`: the server has dropped its
+//! tickets by then, so nothing is lost by opening another).
 //!
 //! A node whose server cannot take tickets is marked as taking blocking waits only: one
-//! without RESP3 or without channel rights (the wait connection does not open), or one that
-//! answers the first `LOCK.WAIT` with `unknown command` (an older module). See
-//! [`Tickets::unsupported`].
+//! without RESP3 or without the rights the wait connection needs (it does not open: see
+//! [`no_tickets`]), or one that answers the first `LOCK.WAIT` with `unknown command` (an
+//! older module; see [`Tickets::unsupported`]). Any other failure to open (a network error,
+//! a busy or loading server, a refused sign-in) fails that one wait, and the next wait tries
+//! again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,10 +18,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use redis::aio::MultiplexedConnection;
 use redis::{Cmd, RedisError, RedisResult};
 
-use crate::channel::{self, Channel};
+use crate::channel::{broken, Channel};
 use crate::mailbox::Loss;
 use crate::node::{Carrier, Node};
-use crate::pull;
+use crate::{pull, push};
 
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Channel>>>>;
 
@@ -98,22 +100,25 @@ impl Tickets {
             .clone();
         let mut slot = slot.lock().await;
         let pulls = self.pulls(node);
-        let usable = |c: &&Arc<Channel>| c.lost().is_none() && c.receiver.is_some() == pulls;
+        let usable = |c: &&Arc<Channel>| !c.closing() && c.receiver.is_some() == pulls;
         if let Some(channel) = slot.as_ref().filter(usable) {
             return Ok(channel.clone());
         }
         *slot = None;
         let opened = match pulls {
             true => pull::open(node).await,
-            false => channel::open(node).await,
+            false => push::open(node).await,
         };
         let channel = match opened {
             Ok(channel) => channel,
-            Err(err) if err.is_io_error() || err.is_connection_refusal() => return Err(err),
-            Err(err) => {
+            Err(err) if no_tickets(&err) => {
                 tracing::debug!(node = %node.addr, %err, "no wait connection");
                 self.take_blocking_only(node);
                 return Err(RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY)));
+            }
+            Err(err) => {
+                tracing::warn!(node = %node.addr, %err, "could not open a wait connection; the next wait tries again");
+                return Err(err);
             }
         };
         *slot = Some(channel.clone());
@@ -130,7 +135,10 @@ impl Carrier for Tickets {
             return Err(RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY)));
         }
         let channel = self.channel(node).await?;
-        let link = channel.link().ok_or_else(broken)?;
+        let link = match channel.receiver {
+            Some(_) => pull::sender(&channel).await?,
+            None => channel.link().ok_or_else(broken)?,
+        };
         Ok(Carried { link, channel })
     }
 
@@ -159,11 +167,15 @@ impl Carrier for Tickets {
     }
 }
 
-fn broken() -> RedisError {
-    RedisError::from(std::io::Error::new(
-        std::io::ErrorKind::ConnectionReset,
-        "the wait connection was given up",
-    ))
+/// Whether `err`, met while opening a wait connection, says that the node takes no ticket
+/// waits for good: it speaks no RESP3 (`NOPROTO`, or no `HELLO` at all), or the client's
+/// user lacks the rights the connection needs (`NOPERM`: `CLIENT ID`, or the channel of a
+/// push connection). Anything else passes (a network error, `BUSY`, `LOADING`, a refused
+/// sign-in): the next wait tries again.
+pub(crate) fn no_tickets(err: &RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default().to_ascii_lowercase();
+    let unknown = err.code() == Some("ERR") && detail.starts_with("unknown command");
+    matches!(err.code(), Some("NOPROTO" | "NOPERM")) || unknown
 }
 
 #[cfg(test)]
@@ -203,5 +215,29 @@ mod tests {
         let refused = RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY));
         assert!(Tickets::unsupported(&refused));
         assert!(!Tickets::unsupported(&broken()));
+    }
+
+    #[test]
+    fn only_lasting_refusals_at_open_leave_a_node_on_blocking_waits() {
+        let lasting = [
+            "NOPROTO unsupported protocol version",
+            "ERR unknown command 'HELLO', with args beginning with: '3' ",
+            "NOPERM User app has no permissions to run the 'client|id' command",
+            "NOPERM this user has no permissions to access one of the channels used as arguments",
+        ];
+        for line in lasting {
+            assert!(no_tickets(&server_error(line)), "{line}");
+        }
+        let passing = [
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+            "LOADING Redis is loading the dataset in memory",
+            "WRONGPASS invalid username-password pair or user is disabled.",
+            "ERR max number of clients reached",
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+        ];
+        for line in passing {
+            assert!(!no_tickets(&server_error(line)), "{line}");
+        }
+        assert!(!no_tickets(&broken()));
     }
 }

@@ -28,7 +28,7 @@ const LAYERS: Layers = &[
         &[
             &["node", "sentinel", "identity"],
             &["topology", "channel"],
-            &["pull"],
+            &["push", "pull"],
             &["router", "pool", "tickets"],
         ],
     ),
