@@ -155,7 +155,7 @@ impl Deployment {
 }
 
 /// Whether `node` serves `slot` (its `myself` line of `CLUSTER NODES`).
-fn serves(node: &Proc, slot: i64) -> bool {
+pub(crate) fn serves(node: &Proc, slot: i64) -> bool {
     let nodes: String = node.cmd(&["CLUSTER", "NODES"]).unwrap_or_default();
     let Some(me) = nodes.lines().find(|l| l.contains("myself")) else {
         return false;

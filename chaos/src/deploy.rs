@@ -204,6 +204,7 @@ impl Deployment {
             }
             let _ = self.servers[i].cmd::<String>(&["CONFIG", "SET", "maxmemory", "0"]);
             let _ = self.servers[i].cmd::<String>(&["CLIENT", "UNPAUSE"]);
+            let _ = self.servers[i].cmd::<String>(&["CONFIG", "SET", "timeout", "0"]);
         }
     }
 

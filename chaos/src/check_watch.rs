@@ -1,0 +1,209 @@
+//! The checker's counts of what the watchers saw (`watch.rs`): leaked holds and stalls.
+//! Pure (no I/O), unit-tested in `check_watch_tests.rs`.
+//!
+//! - A **leaked hold**: a worker's owner seen holding a key on the servers while no worker
+//!   believed it might (not acquiring, holding or releasing it), in consecutive samples
+//!   for more than 1 s, outside the span of a fault that cut clients off a server or stopped
+//!   it (a grant nobody could be told of, or a release that could not arrive, ends with its
+//!   lease: up to 3.5 s after such a fault).
+//! - A **stall**: a heartbeat answered more than 250 ms after it was sent, outside the
+//!   silent windows of its server (a fault stopped, killed, paused or failed it over on
+//!   purpose) and not while the resource's own heartbeat (the control) was late too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::history::{Event, Window};
+
+/// A hold nobody believes in counts once it lasts longer than this.
+pub const LEAK_US: u64 = 1_000_000;
+/// A fault's window also excuses the lease of a hold made during it (the longest, 3 s).
+const LEASE_AFTER_US: u64 = 3_500_000;
+/// Beliefs and samples are stamped on different threads: a belief this close counts.
+const BELIEF_SLACK_US: u64 = 50_000;
+/// A silent window also excuses heartbeats sent just before it and answered after it, and
+/// the server's catching up after it.
+const SILENT_BEFORE_US: u64 = 100_000;
+const SILENT_AFTER_US: u64 = 1_000_000;
+/// The control prober's server name.
+pub const CONTROL: &str = "resource";
+
+/// A hold that no worker believed in, from the first to the last sample that saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leak {
+    pub key: String,
+    pub owner: String,
+    pub from_us: u64,
+    pub to_us: u64,
+}
+
+/// The spans during which each (key, owner) was believed possibly held.
+fn beliefs(events: &[Event]) -> BTreeMap<(&str, &str), Vec<(u64, u64)>> {
+    let mut marks: BTreeMap<(&str, &str), Vec<(u64, bool)>> = BTreeMap::new();
+    for e in events {
+        if let Event::Belief {
+            t_us,
+            key,
+            owner,
+            begin,
+        } = e
+        {
+            marks.entry((key, owner)).or_default().push((*t_us, *begin));
+        }
+    }
+    let mut spans = BTreeMap::new();
+    for (at, mut marks) in marks {
+        // At one instant, a begin before an end: the belief spans it.
+        marks.sort_by_key(|&(t, begin)| (t, !begin));
+        let (mut depth, mut from, mut list) = (0i64, 0, Vec::new());
+        for (t, begin) in marks {
+            if begin && depth == 0 {
+                from = t;
+            }
+            depth += if begin { 1 } else { -1 };
+            if !begin && depth == 0 {
+                list.push((from, t));
+            }
+            depth = depth.max(0);
+        }
+        if depth > 0 {
+            // Never ended (a killed child process): believed from then on.
+            list.push((from, u64::MAX));
+        }
+        spans.insert(at, list);
+    }
+    spans
+}
+
+fn intersects((a, b): (u64, u64), (c, d): (u64, u64)) -> bool {
+    a <= d && c <= b
+}
+
+/// The leaked holds of a history (see the module's text).
+pub fn leaked_holds(events: &[Event]) -> Vec<Leak> {
+    let believed = beliefs(events);
+    let judged: BTreeSet<&str> = believed.keys().map(|&(_, owner)| owner).collect();
+    let excused: Vec<(u64, u64)> = windows(events)
+        .map(|w| (w.from_us, w.to_us.saturating_add(LEASE_AFTER_US)))
+        .collect();
+    let unbelieved = |key: &str, owner: &str, span: (u64, u64)| {
+        let span = (
+            span.0.saturating_sub(BELIEF_SLACK_US),
+            span.1 + BELIEF_SLACK_US,
+        );
+        let spans = believed.get(&(key, owner)).map_or(&[][..], Vec::as_slice);
+        !spans.iter().any(|&s| intersects(s, span))
+    };
+    let mut found = Vec::new();
+    // Per key, the open episodes: owner -> (first sample's reply, last sample's send).
+    let mut open: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    let mut samples: Vec<(u64, u64, &str, &[String])> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Sample {
+                sent_us,
+                got_us,
+                key,
+                owners,
+            } => Some((*sent_us, *got_us, key.as_str(), owners.as_slice())),
+            _ => None,
+        })
+        .collect();
+    samples.sort_by_key(|s| s.0);
+    let close = |key: &str, owner: &str, (from, to): (u64, u64), found: &mut Vec<Leak>| {
+        let long = to.saturating_sub(from) > LEAK_US;
+        if long && !excused.iter().any(|&w| intersects(w, (from, to))) {
+            let (key, owner) = (key.to_owned(), owner.to_owned());
+            found.push(Leak {
+                key,
+                owner,
+                from_us: from,
+                to_us: to,
+            });
+        }
+    };
+    for (sent, got, key, owners) in samples {
+        let now: Vec<&str> = owners
+            .iter()
+            .map(String::as_str)
+            .filter(|o| judged.contains(o) && unbelieved(key, o, (sent, got)))
+            .collect();
+        let ended: Vec<(&str, &str)> = open
+            .keys()
+            .filter(|&&(k, o)| k == key && !now.contains(&o))
+            .copied()
+            .collect();
+        for at in ended {
+            if let Some(span) = open.remove(&at) {
+                close(at.0, at.1, span, &mut found);
+            }
+        }
+        for owner in now {
+            open.entry((key, owner)).or_insert((got, sent)).1 = sent;
+        }
+    }
+    for ((key, owner), span) in open {
+        close(key, owner, span, &mut found);
+    }
+    found
+}
+
+fn windows(events: &[Event]) -> impl Iterator<Item = &Window> {
+    events.iter().filter_map(|e| match e {
+        Event::Window(w) => Some(w),
+        _ => None,
+    })
+}
+
+/// The stalls of a history (see the module's text): (server, sent, answered) each.
+pub fn stalls(events: &[Event]) -> Vec<(&str, u64, u64)> {
+    let all: Vec<(&str, u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Stall {
+                server,
+                sent_us,
+                got_us,
+            } => Some((server.as_str(), *sent_us, *got_us)),
+            _ => None,
+        })
+        .collect();
+    let control: Vec<(u64, u64)> = all
+        .iter()
+        .filter(|s| s.0 == CONTROL)
+        .map(|&(_, a, b)| (a, b))
+        .collect();
+    let silent: Vec<&Window> = windows(events).filter(|w| w.silent).collect();
+    let excused = |&(server, sent, got): &(&str, u64, u64)| {
+        let by_fault = silent.iter().any(|w| {
+            let span = (
+                w.from_us.saturating_sub(SILENT_BEFORE_US),
+                w.to_us + SILENT_AFTER_US,
+            );
+            (w.server == "*" || w.server == server) && intersects(span, (sent, got))
+        });
+        by_fault || control.iter().any(|&c| intersects(c, (sent, got)))
+    };
+    all.into_iter()
+        .filter(|s| s.0 != CONTROL && !excused(s))
+        .collect()
+}
+
+/// One line per leaked hold and stall (for the report).
+pub fn describe(events: &[Event]) -> Vec<String> {
+    let leaks = leaked_holds(events).into_iter().map(|l| {
+        let ms = (l.to_us - l.from_us) / 1000;
+        format!(
+            "leaked hold on {}: owner={} held by no worker's belief for {ms}ms [{}..{}]",
+            l.key, l.owner, l.from_us, l.to_us
+        )
+    });
+    let stalls = stalls(events).into_iter().map(|(server, sent, got)| {
+        let ms = (got - sent) / 1000;
+        format!("stall on {server}: a PING sent at {sent} answered {ms}ms later")
+    });
+    leaks.chain(stalls).collect()
+}
+
+#[cfg(test)]
+#[path = "check_watch_tests.rs"]
+mod tests;
