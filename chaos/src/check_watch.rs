@@ -8,7 +8,9 @@
 //!   lease: up to 3.5 s after such a fault).
 //! - A **stall**: a heartbeat answered more than 250 ms after it was sent, outside the
 //!   silent windows of its server (a fault stopped, killed, paused or failed it over on
-//!   purpose) and not while the resource's own heartbeat (the control) was late too.
+//!   purpose), not while the resource's own heartbeat (the control) was late too, and not
+//!   when the server's main thread and the prober spent half of that time or more waiting
+//!   for a CPU (the machine's load).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -156,24 +158,29 @@ fn windows(events: &[Event]) -> impl Iterator<Item = &Window> {
 
 /// The stalls of a history (see the module's text): (server, sent, answered) each.
 pub fn stalls(events: &[Event]) -> Vec<(&str, u64, u64)> {
-    let all: Vec<(&str, u64, u64)> = events
+    // (server, sent, answered, whether mostly spent waiting for a CPU: the machine's load)
+    let all: Vec<(&str, u64, u64, bool)> = events
         .iter()
         .filter_map(|e| match e {
             Event::Stall {
                 server,
                 sent_us,
                 got_us,
-            } => Some((server.as_str(), *sent_us, *got_us)),
+                starved_us,
+            } => {
+                let busy_machine = starved_us * 2 >= got_us.saturating_sub(*sent_us);
+                Some((server.as_str(), *sent_us, *got_us, busy_machine))
+            }
             _ => None,
         })
         .collect();
     let control: Vec<(u64, u64)> = all
         .iter()
         .filter(|s| s.0 == CONTROL)
-        .map(|&(_, a, b)| (a, b))
+        .map(|&(_, a, b, _)| (a, b))
         .collect();
     let silent: Vec<&Window> = windows(events).filter(|w| w.silent).collect();
-    let excused = |&(server, sent, got): &(&str, u64, u64)| {
+    let excused = |&(server, sent, got, busy_machine): &(&str, u64, u64, bool)| {
         let by_fault = silent.iter().any(|w| {
             let span = (
                 w.from_us.saturating_sub(SILENT_BEFORE_US),
@@ -181,10 +188,11 @@ pub fn stalls(events: &[Event]) -> Vec<(&str, u64, u64)> {
             );
             (w.server == "*" || w.server == server) && intersects(span, (sent, got))
         });
-        by_fault || control.iter().any(|&c| intersects(c, (sent, got)))
+        busy_machine || by_fault || control.iter().any(|&c| intersects(c, (sent, got)))
     };
     all.into_iter()
         .filter(|s| s.0 != CONTROL && !excused(s))
+        .map(|(server, sent, got, _)| (server, sent, got))
         .collect()
 }
 
@@ -192,16 +200,27 @@ pub fn stalls(events: &[Event]) -> Vec<(&str, u64, u64)> {
 pub fn describe(events: &[Event]) -> Vec<String> {
     let leaks = leaked_holds(events).into_iter().map(|l| {
         let ms = (l.to_us - l.from_us) / 1000;
+        let after = last_fault(events, l.from_us).unwrap_or("no fault");
         format!(
-            "leaked hold on {}: owner={} held by no worker's belief for {ms}ms [{}..{}]",
+            "leaked hold on {}: owner={} held by no worker's belief for {ms}ms [{}..{}] (after {after})",
             l.key, l.owner, l.from_us, l.to_us
         )
     });
     let stalls = stalls(events).into_iter().map(|(server, sent, got)| {
         let ms = (got - sent) / 1000;
-        format!("stall on {server}: a PING sent at {sent} answered {ms}ms later")
+        let after = last_fault(events, sent).unwrap_or("no fault");
+        format!("stall on {server}: a PING sent at {sent} answered {ms}ms later (after {after})")
     });
     leaks.chain(stalls).collect()
+}
+
+/// The last fault that started before `t_us`.
+fn last_fault(events: &[Event], t_us: u64) -> Option<&str> {
+    let faults = events.iter().filter_map(|e| match e {
+        Event::Fault { t_us: at, what } if *at <= t_us => Some((*at, what.as_str())),
+        _ => None,
+    });
+    faults.max_by_key(|&(at, _)| at).map(|(_, what)| what)
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ fn stall(server: &str, sent_ms: u64, got_ms: u64) -> Event {
         server: server.into(),
         sent_us: sent_ms * MS,
         got_us: got_ms * MS,
+        starved_us: 20 * MS,
     }
 }
 
@@ -156,4 +157,16 @@ fn another_servers_window_or_a_window_that_is_not_silent_excuses_no_stall() {
 fn a_stall_while_the_control_stalled_too_is_the_machines() {
     let events = [stall(CONTROL, 1100, 1400), stall("server0", 1000, 1300)];
     assert_eq!(stalls(&events), vec![]);
+}
+
+#[test]
+fn a_late_heartbeat_spent_waiting_for_a_cpu_is_the_machines() {
+    let starved = |starved_ms: u64| Event::Stall {
+        server: "server0".into(),
+        sent_us: 1000 * MS,
+        got_us: 1400 * MS,
+        starved_us: starved_ms * MS,
+    };
+    assert_eq!(stalls(&[starved(200)]), vec![]);
+    assert_eq!(stalls(&[starved(150)]).len(), 1);
 }

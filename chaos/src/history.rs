@@ -91,11 +91,13 @@ pub enum Event {
         key: String,
         owners: Vec<String>,
     },
-    /// A heartbeat `PING` to `server` answered (or given up) late.
+    /// A heartbeat `PING` to `server` answered (or given up) late; `starved_us`: how long
+    /// the server's main thread and the prober waited for a CPU meanwhile.
     Stall {
         server: String,
         sent_us: u64,
         got_us: u64,
+        starved_us: u64,
     },
 }
 

@@ -62,18 +62,23 @@ fn open(port: u16, limit: Duration) -> Option<redis::Connection> {
 }
 
 /// `PING` every 50 ms on one connection; a reply (or error reply) later than 250 ms, or
-/// none within 30 s, is recorded as a [`Event::Stall`]. A broken connection is opened again.
+/// none within 30 s, is recorded as a [`Event::Stall`], with how long the server's main
+/// thread and the prober's own thread waited for a CPU meanwhile (the machine's load, not
+/// the server's doing). A broken connection is opened again.
 fn probe((name, port): Server, history: &History, stop: &AtomicBool) {
     let mut conn = None;
+    let mut sched = String::new();
     while !stop.load(Ordering::Relaxed) {
         let Some(c) = conn.as_mut() else {
             conn = open(port, PING_LIMIT);
+            sched = conn.as_mut().and_then(main_thread).unwrap_or_default();
             std::thread::sleep(PING_EVERY);
             continue;
         };
-        let sent_us = now_us();
+        let queued = || queued_ns(&sched) + queued_ns("/proc/thread-self/schedstat");
+        let (before, sent_us) = (queued(), now_us());
         let reply: redis::RedisResult<Value> = redis::cmd("PING").query(c);
-        let got_us = now_us();
+        let (got_us, starved_us) = (now_us(), queued().saturating_sub(before) / 1000);
         let answered = match &reply {
             Ok(_) => true,
             Err(e) if e.is_timeout() => true,
@@ -87,6 +92,7 @@ fn probe((name, port): Server, history: &History, stop: &AtomicBool) {
                 server,
                 sent_us,
                 got_us,
+                starved_us,
             });
             if reply.is_err() {
                 conn = None;
@@ -94,6 +100,26 @@ fn probe((name, port): Server, history: &History, stop: &AtomicBool) {
         }
         std::thread::sleep(PING_EVERY);
     }
+}
+
+/// The schedstat file of the server's main thread (its `process_id`, from `INFO server`).
+fn main_thread(conn: &mut redis::Connection) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg("server").query(conn).ok()?;
+    let pid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("process_id:"))?
+        .trim();
+    Some(format!("/proc/{pid}/task/{pid}/schedstat"))
+}
+
+/// Nanoseconds the thread of a schedstat file has waited on a run queue, runnable but
+/// not running (its second field); 0 when unreadable.
+fn queued_ns(path: &str) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Every 100 ms, `LOCK.INFO` of each key on every server that answers for it (a cluster's
