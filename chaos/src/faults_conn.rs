@@ -70,29 +70,32 @@ impl Injector<'_> {
         what
     }
 
-    /// For `d`, every 100–400 ms, `CLIENT KILL` of one wait connection of the workers:
-    /// senders, or receivers (a coin decides for the whole fault).
+    /// For `d`, every 100–400 ms, `CLIENT KILL` of one wait connection of the workers: a
+    /// sender or a receiver (a coin for each).
     pub(crate) fn client_kill(&mut self, d: Duration) -> Option<String> {
-        let (role, cmds) = if self.rng.chance(50) {
-            ("receivers", RECEIVER)
-        } else {
-            ("senders", SENDER)
-        };
-        let what = self.record(format!("CLIENT KILL of wait {role} for {d:?}"));
+        let what = self.record(format!("CLIENT KILL of wait connections for {d:?}"));
         let until = Instant::now() + d;
         while Instant::now() < until {
-            let found: Vec<(usize, i64)> = (0..self.deployment.servers.len())
+            let (role, cmds) = if self.rng.chance(50) {
+                ("receiver", RECEIVER)
+            } else {
+                ("sender", SENDER)
+            };
+            let servers = &self.deployment.servers;
+            let found: Vec<(usize, i64)> = (0..servers.len())
                 .flat_map(|i| {
-                    connections(&self.deployment.servers[i], cmds)
+                    connections(&servers[i], cmds)
                         .into_iter()
                         .map(move |id| (i, id))
                 })
                 .collect();
-            if let Some(&(i, id)) = found.get(self.rng.range(0, found.len().max(1) as u64) as usize)
-            {
-                let server = &self.deployment.servers[i];
-                let _ = server.cmd::<i64>(&["CLIENT", "KILL", "ID", &id.to_string()]);
-                eprintln!("fault:   CLIENT KILL ID {id} on {}", server.name);
+            let pick = self.rng.range(0, found.len().max(1) as u64) as usize;
+            if let Some(&(i, id)) = found.get(pick) {
+                let _ = servers[i].cmd::<i64>(&["CLIENT", "KILL", "ID", &id.to_string()]);
+                eprintln!(
+                    "fault:   CLIENT KILL ID {id} ({role}) on {}",
+                    servers[i].name
+                );
             }
             std::thread::sleep(self.rng.millis(100, 400));
         }

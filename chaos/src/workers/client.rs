@@ -8,7 +8,7 @@ use redis::aio::MultiplexedConnection;
 use rlock_client::{Client, Guard, LockOptions, Owner};
 
 use super::{Ctx, Draft, LEASE};
-use crate::history::Event;
+use crate::history::{now_us, Event};
 use crate::resource::Stamp;
 
 /// A connection to the resource, retried until the run stops.
@@ -63,11 +63,23 @@ fn draft(name: &str, guard: &Guard) -> Draft {
     }
 }
 
-/// Holds `guard` through a section, then releases it.
+/// Holds `guard` through a section, then releases it. A release that failed may have left
+/// the hold on the server: the worker believes it may hold until its lease ends.
 async fn hold(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, guard: Guard) {
     ctx.history.acquired(name, true);
     section(ctx, conn, draft(name, &guard), || guard.is_lost()).await;
-    let _ = guard.release().await;
+    let (key, owner) = (guard.key().to_owned(), guard.owner().to_owned());
+    let until_us = now_us() + guard.remaining().as_micros() as u64;
+    if guard.release().await.is_err() {
+        ctx.history.believe(&key, &owner, true);
+        let end = Event::Belief {
+            t_us: until_us,
+            key,
+            owner,
+            begin: false,
+        };
+        ctx.history.push(end);
+    }
 }
 
 /// A worker of one client until the run stops. Each acquisition has a fresh owner
