@@ -148,7 +148,6 @@ pub fn describe(events: &[Event]) -> Vec<String> {
             ));
         }
     }
-    lines.extend(crate::check_watch::describe(events));
     lines
 }
 

@@ -84,7 +84,12 @@ fn judge_run(
     deployment: &mut Deployment,
     ended_us: u64,
 ) -> Counts {
-    for line in crate::check::describe(events).iter().take(30) {
+    let watch = crate::check_watch::describe(events);
+    for line in crate::check::describe(events)
+        .iter()
+        .take(30)
+        .chain(watch.iter().take(30))
+    {
         eprintln!("{line}");
     }
     let mut counts = judge(events);
