@@ -82,22 +82,18 @@ fn intersects((a, b): (u64, u64), (c, d): (u64, u64)) -> bool {
 
 /// The leaked holds of a history (see the module's text).
 pub fn leaked_holds(events: &[Event]) -> Vec<Leak> {
-    let believed = beliefs(events);
-    let judged: BTreeSet<&str> = believed.keys().map(|&(_, owner)| owner).collect();
     let excused: Vec<(u64, u64)> = windows(events)
         .map(|w| (w.from_us, w.to_us.saturating_add(LEASE_AFTER_US)))
         .collect();
-    let unbelieved = |key: &str, owner: &str, span: (u64, u64)| {
-        let span = (
-            span.0.saturating_sub(BELIEF_SLACK_US),
-            span.1 + BELIEF_SLACK_US,
-        );
-        let spans = believed.get(&(key, owner)).map_or(&[][..], Vec::as_slice);
-        !spans.iter().any(|&s| intersects(s, span))
+    let counts = |l: &Leak| {
+        let span = (l.from_us, l.to_us);
+        span.1.saturating_sub(span.0) > LEAK_US && !excused.iter().any(|&w| intersects(w, span))
     };
-    let mut found = Vec::new();
-    // Per key, the open episodes: owner -> (first sample's reply, last sample's send).
-    let mut open: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    episodes(events).into_iter().filter(counts).collect()
+}
+
+/// The samples of a history, in the order they were sent: (sent, answered, key, owners).
+fn samples_of(events: &[Event]) -> Vec<(u64, u64, &str, &[String])> {
     let mut samples: Vec<(u64, u64, &str, &[String])> = events
         .iter()
         .filter_map(|e| match e {
@@ -111,41 +107,42 @@ pub fn leaked_holds(events: &[Event]) -> Vec<Leak> {
         })
         .collect();
     samples.sort_by_key(|s| s.0);
-    let close = |key: &str, owner: &str, (from, to): (u64, u64), found: &mut Vec<Leak>| {
-        let long = to.saturating_sub(from) > LEAK_US;
-        if long && !excused.iter().any(|&w| intersects(w, (from, to))) {
-            let (key, owner) = (key.to_owned(), owner.to_owned());
-            found.push(Leak {
-                key,
-                owner,
-                from_us: from,
-                to_us: to,
-            });
-        }
+    samples
+}
+
+/// Every episode of a judged owner seen holding a key in consecutive samples while no
+/// belief touched them: from the first sample's answer to the last sample's send.
+fn episodes(events: &[Event]) -> Vec<Leak> {
+    let believed = beliefs(events);
+    let judged: BTreeSet<&str> = believed.keys().map(|&(_, owner)| owner).collect();
+    let unbelieved = |key: &str, owner: &str, (sent, got): (u64, u64)| {
+        let span = (sent.saturating_sub(BELIEF_SLACK_US), got + BELIEF_SLACK_US);
+        let spans = believed.get(&(key, owner)).map_or(&[][..], Vec::as_slice);
+        judged.contains(owner) && !spans.iter().any(|&s| intersects(s, span))
     };
-    for (sent, got, key, owners) in samples {
+    let leak = |(key, owner): (&str, &str), (from_us, to_us): (u64, u64)| Leak {
+        key: key.to_owned(),
+        owner: owner.to_owned(),
+        from_us,
+        to_us,
+    };
+    let (mut found, mut open) = (Vec::new(), BTreeMap::<(&str, &str), (u64, u64)>::new());
+    for (sent, got, key, owners) in samples_of(events) {
         let now: Vec<&str> = owners
             .iter()
             .map(String::as_str)
-            .filter(|o| judged.contains(o) && unbelieved(key, o, (sent, got)))
+            .filter(|o| unbelieved(key, o, (sent, got)))
             .collect();
-        let ended: Vec<(&str, &str)> = open
-            .keys()
-            .filter(|&&(k, o)| k == key && !now.contains(&o))
-            .copied()
-            .collect();
+        let ended = |&(k, o): &(&str, &str)| k == key && !now.contains(&o);
+        let ended: Vec<(&str, &str)> = open.keys().filter(|at| ended(at)).copied().collect();
         for at in ended {
-            if let Some(span) = open.remove(&at) {
-                close(at.0, at.1, span, &mut found);
-            }
+            found.extend(open.remove(&at).map(|span| leak(at, span)));
         }
         for owner in now {
             open.entry((key, owner)).or_insert((got, sent)).1 = sent;
         }
     }
-    for ((key, owner), span) in open {
-        close(key, owner, span, &mut found);
-    }
+    found.extend(open.into_iter().map(|(at, span)| leak(at, span)));
     found
 }
 

@@ -7,9 +7,9 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::deploy::{poll, Deployment};
 use crate::process::{free_port, Proc};
 use crate::resource::strings;
+use crate::topology::{poll, Deployment};
 
 /// Cluster's `cluster-node-timeout`.
 pub const NODE_TIMEOUT_MS: u64 = 2000;

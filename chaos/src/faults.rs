@@ -1,17 +1,20 @@
 //! The faults, chosen by the seed: kill -9 and restart, SIGSTOP, `CLIENT PAUSE WRITE`,
 //! `FAILOVER` and `SENTINEL FAILOVER`, a live master paused past `down-after`, eviction
 //! under `maxmemory`, proxy cuts, delays and one-way stalls, and holder processes paused
-//! past their lease or killed. Each is recorded in the history when it starts.
+//! past their lease or killed; and those of `faults_conn.rs` (idle timeout, `CLIENT KILL`
+//! of wait connections, ticket storm, mailbox flood, `DEBUG SLEEP`). Each is recorded in the
+//! history when it starts, and those that stop a server or cut it off record their window
+//! when they heal.
 
 use std::time::Duration;
 
 use crate::cluster::NODE_TIMEOUT_MS;
-use crate::deploy::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::history::{now_us, Event, History, Window};
 use crate::process::signal;
 use crate::proxy::Mode;
 use crate::rng::Rng;
 use crate::sentinel::role;
+use crate::topology::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::LEASE;
 

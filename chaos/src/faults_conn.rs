@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::deploy::{poll, Topology};
 use crate::faults::Injector;
 use crate::process::Proc;
+use crate::topology::{poll, Topology};
 
 /// The keys the workers lock (as `run.rs` names them).
 pub const KEYS: [&str; 3] = ["chaos:a", "chaos:b", "chaos:c"];

@@ -18,13 +18,14 @@ mod resource;
 mod rng;
 mod run;
 mod sentinel;
+mod topology;
 mod watch;
 mod workers;
 
 use std::process::ExitCode;
 
-use deploy::Topology;
 use run::Settings;
+use topology::Topology;
 
 const TOPOLOGIES: [Topology; 4] = [
     Topology::Single,

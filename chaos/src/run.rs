@@ -10,11 +10,11 @@ use tokio::runtime::Runtime;
 
 use crate::check::{judge, unavailability, Counts};
 use crate::check_watch::CONTROL;
-use crate::deploy::{poll, Deployment, Topology};
 use crate::faults::Injector;
 use crate::history::{now_us, History};
 use crate::resource::Resource;
 use crate::rng::Rng;
+use crate::topology::{poll, Deployment, Topology};
 use crate::watch::Watch;
 use crate::workers::child::ChildWorker;
 use crate::workers::Ctx;

@@ -51,7 +51,7 @@ impl Watch {
     pub fn stop(self) {
         self.stop.store(true, Ordering::Relaxed);
         let done = |t: &JoinHandle<()>| t.is_finished();
-        crate::deploy::poll(Duration::from_secs(3), || self.threads.iter().all(done));
+        crate::topology::poll(Duration::from_secs(3), || self.threads.iter().all(done));
     }
 }
 
