@@ -19,6 +19,10 @@ pub struct Counts {
     pub double_replies: usize,
     pub replica_diffs: usize,
     pub crashes: usize,
+    /// Holds on the servers that no worker believed in for over 1 s (`check_watch.rs`).
+    pub leaked_holds: usize,
+    /// Heartbeats answered over 250 ms late, outside deliberate stops (`check_watch.rs`).
+    pub stalls: usize,
 }
 
 impl Counts {
@@ -32,6 +36,8 @@ impl Counts {
             + self.double_replies
             + self.replica_diffs
             + self.crashes
+            + self.leaked_holds
+            + self.stalls
     }
 }
 
@@ -60,6 +66,8 @@ pub fn judge(events: &[Event]) -> Counts {
         double_replies: waits.iter().filter(|w| w.replies > 1).count(),
         replica_diffs: 0,
         crashes: 0,
+        leaked_holds: crate::check_watch::leaked_holds(events).len(),
+        stalls: crate::check_watch::stalls(events).len(),
     }
 }
 

@@ -7,9 +7,9 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::deploy::{poll, Deployment};
 use crate::process::{free_port, Proc};
 use crate::resource::strings;
+use crate::topology::{poll, Deployment};
 
 /// Cluster's `cluster-node-timeout`.
 pub const NODE_TIMEOUT_MS: u64 = 2000;
@@ -155,7 +155,7 @@ impl Deployment {
 }
 
 /// Whether `node` serves `slot` (its `myself` line of `CLUSTER NODES`).
-fn serves(node: &Proc, slot: i64) -> bool {
+pub(crate) fn serves(node: &Proc, slot: i64) -> bool {
     let nodes: String = node.cmd(&["CLUSTER", "NODES"]).unwrap_or_default();
     let Some(me) = nodes.lines().find(|l| l.contains("myself")) else {
         return false;

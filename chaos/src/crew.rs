@@ -10,8 +10,8 @@ use std::time::Duration;
 use rlock_client::{Client, ClientOptions};
 use tokio::runtime::Runtime;
 
-use crate::deploy::{Deployment, Topology, MASTER_NAME};
 use crate::history::History;
+use crate::topology::{Deployment, Topology, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::raw::Target;
 use crate::workers::{client, raw, redisson, several, ticket, Ctx};

@@ -1,9 +1,8 @@
-//! The topologies, each of real processes on loopback, every server behind a proxy of its
+//! Starting and healing the topologies (their shared types are in `topology.rs`), each of
+//! real processes on loopback, every server behind a proxy of its
 //! own that all its clients, replicas and sentinels go through (servers announce the
 //! proxy's port): `single` (one server, AOF), `sentinel` (a master, two replicas, three
 //! `redis-sentinel`s), `redlock` (three independent servers, AOF).
-
-use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 
@@ -12,47 +11,7 @@ use crate::process::{module_path, server_binary, Proc};
 use crate::proxy::{Mode, Proxy};
 use crate::resource::strings;
 use crate::sentinel::named_master;
-
-pub const MASTER_NAME: &str = "chaosmaster";
-/// Sentinel's `down-after-milliseconds`.
-pub const DOWN_AFTER_MS: u64 = 2000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topology {
-    Single,
-    Sentinel,
-    Redlock,
-    Cluster,
-}
-
-impl Topology {
-    pub fn parse(name: &str) -> Option<Topology> {
-        match name {
-            "single" => Some(Topology::Single),
-            "sentinel" => Some(Topology::Sentinel),
-            "redlock" => Some(Topology::Redlock),
-            "cluster" => Some(Topology::Cluster),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Topology::Single => "single",
-            Topology::Sentinel => "sentinel",
-            Topology::Redlock => "redlock",
-            Topology::Cluster => "cluster",
-        }
-    }
-}
-
-pub struct Deployment {
-    pub topology: Topology,
-    pub servers: Vec<Proc>,
-    pub proxies: Vec<Proxy>,
-    pub sentinels: Vec<Proc>,
-    base_args: Vec<Vec<String>>,
-}
+use crate::topology::{Deployment, Topology, MASTER_NAME};
 
 /// A server's arguments: module, AOF (fsync always), its proxy's port announced.
 fn server_args(port: u16, proxy: u16, unsafe_mode: bool, topology: Topology) -> Vec<String> {
@@ -204,6 +163,7 @@ impl Deployment {
             }
             let _ = self.servers[i].cmd::<String>(&["CONFIG", "SET", "maxmemory", "0"]);
             let _ = self.servers[i].cmd::<String>(&["CLIENT", "UNPAUSE"]);
+            let _ = self.servers[i].cmd::<String>(&["CONFIG", "SET", "timeout", "0"]);
         }
     }
 
@@ -223,19 +183,5 @@ impl Deployment {
             crashes
         })
         .sum()
-    }
-}
-
-/// Polls `done` every 50 ms for at most `within`; whether it came true.
-pub fn poll(within: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + within;
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -1,17 +1,20 @@
 //! The faults, chosen by the seed: kill -9 and restart, SIGSTOP, `CLIENT PAUSE WRITE`,
 //! `FAILOVER` and `SENTINEL FAILOVER`, a live master paused past `down-after`, eviction
 //! under `maxmemory`, proxy cuts, delays and one-way stalls, and holder processes paused
-//! past their lease or killed. Each is recorded in the history when it starts.
+//! past their lease or killed; and those of `faults_conn.rs` (idle timeout, `CLIENT KILL`
+//! of wait connections, ticket storm, mailbox flood, `DEBUG SLEEP`). Each is recorded in the
+//! history when it starts, and those that stop a server or cut it off record their window
+//! when they heal.
 
 use std::time::Duration;
 
 use crate::cluster::NODE_TIMEOUT_MS;
-use crate::deploy::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
-use crate::history::History;
+use crate::history::{now_us, Event, History, Window};
 use crate::process::signal;
 use crate::proxy::Mode;
 use crate::rng::Rng;
 use crate::sentinel::role;
+use crate::topology::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::LEASE;
 
@@ -31,6 +34,11 @@ pub const ALL: &[&str] = &[
     "holder-kill",
     "migrate",
     "promote",
+    "timeout",
+    "client-kill",
+    "storm",
+    "flood",
+    "freeze",
 ];
 
 /// The faults that make sense in `topology`.
@@ -39,7 +47,7 @@ pub fn available(topology: Topology) -> Vec<&'static str> {
     let fits = |f: &&str| match *f {
         "sentinel-failover" | "promote" => topology == Topology::Sentinel,
         "failover" | "live-master" => replicated,
-        "migrate" => topology == Topology::Cluster,
+        "migrate" | "flood" => topology == Topology::Cluster,
         _ => true,
     };
     ALL.iter().copied().filter(fits).collect()
@@ -50,6 +58,20 @@ pub struct Injector<'a> {
     pub children: &'a mut Vec<ChildWorker>,
     pub history: &'a History,
     pub rng: &'a Rng,
+    /// The unsafe switch: a `freeze` is not told to the checker as a deliberate stop.
+    pub unsafe_mode: bool,
+}
+
+/// The span a fault's window covers: (every server, or the one it chose; silent).
+fn window_of(kind: &str, unsafe_mode: bool) -> Option<(bool, bool)> {
+    match kind {
+        "kill" | "stop" | "pause" => Some((false, true)),
+        "freeze" => (!unsafe_mode).then_some((false, true)),
+        "live-master" | "failover" | "sentinel-failover" | "promote" => Some((true, true)),
+        "partition" | "delay" | "oneway" | "evict" => Some((false, false)),
+        "migrate" => Some((true, false)),
+        _ => None,
+    }
 }
 
 impl Injector<'_> {
@@ -58,6 +80,7 @@ impl Injector<'_> {
         let n = self.deployment.servers.len() as u64;
         let i = self.rng.range(0, n) as usize;
         let d = self.rng.millis(300, 3000);
+        let from_us = now_us();
         let what = match kind {
             "kill" => self.kill(i, d),
             "stop" => self.stop(i, d),
@@ -84,14 +107,33 @@ impl Injector<'_> {
                 let what = self.deployment.migrate_slot(key, self.rng.next());
                 what.and_then(|w| self.record(w))
             }
+            "timeout" => self.idle_timeout(),
+            "client-kill" => self.client_kill(d),
+            "storm" => self.storm(),
+            "flood" => self.flood(d),
+            "freeze" => self.freeze(i),
             _ => return,
         };
-        if let Some(what) = what {
-            eprintln!("fault: {what}");
+        let Some(what) = what else { return };
+        eprintln!("fault: {what}");
+        if let Some((all, silent)) = window_of(kind, self.unsafe_mode) {
+            let server = if all {
+                "*".to_owned()
+            } else {
+                self.deployment.servers[i].name.clone()
+            };
+            let to_us = now_us();
+            let window = Window {
+                server,
+                from_us,
+                to_us,
+                silent,
+            };
+            self.history.push(Event::Window(window));
         }
     }
 
-    fn record(&self, what: String) -> Option<String> {
+    pub(crate) fn record(&self, what: String) -> Option<String> {
         self.history.fault(what.clone());
         Some(what)
     }

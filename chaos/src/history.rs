@@ -50,12 +50,55 @@ pub struct Wait {
     pub conn_error: bool,
 }
 
+/// A span of a fault during which a server was made slow or unreachable on purpose, or its
+/// clients cut off from it: `server` is a server's name, or `*` for every server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    pub server: String,
+    pub from_us: u64,
+    pub to_us: u64,
+    /// The server itself stopped answering (stopped, killed, paused, sleeping, failing
+    /// over): its heartbeat may be late.
+    pub silent: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    Acquire { t_us: u64, ok: bool, worker: String },
+    Acquire {
+        t_us: u64,
+        ok: bool,
+        worker: String,
+    },
     Section(Section),
     Wait(Wait),
-    Fault { t_us: u64, what: String },
+    Fault {
+        t_us: u64,
+        what: String,
+    },
+    Window(Window),
+    /// A worker's belief about `owner` on `key` begins (it starts to acquire) or ends (its
+    /// release or failed acquisition returned).
+    Belief {
+        t_us: u64,
+        key: String,
+        owner: String,
+        begin: bool,
+    },
+    /// The owners holding `key` on the servers, asked at `sent_us`, answered by `got_us`.
+    Sample {
+        sent_us: u64,
+        got_us: u64,
+        key: String,
+        owners: Vec<String>,
+    },
+    /// A heartbeat `PING` to `server` answered (or given up) late; `starved_us`: how long
+    /// the server's main thread and the prober waited for a CPU meanwhile.
+    Stall {
+        server: String,
+        sent_us: u64,
+        got_us: u64,
+        starved_us: u64,
+    },
 }
 
 /// The shared history. In a child-process worker it prints each event as a line instead,
@@ -93,6 +136,15 @@ impl History {
     pub fn acquired(&self, worker: &str, ok: bool) {
         let (t_us, worker) = (now_us(), worker.to_owned());
         self.push(Event::Acquire { t_us, ok, worker });
+    }
+
+    pub fn believe(&self, key: &str, owner: &str, begin: bool) {
+        self.push(Event::Belief {
+            t_us: now_us(),
+            key: key.to_owned(),
+            owner: owner.to_owned(),
+            begin,
+        });
     }
 
     pub fn fault(&self, what: String) {
@@ -145,7 +197,13 @@ pub fn to_line(event: &Event) -> Option<String> {
             write_text(s.end.as_ref()),
             s.believed as u8
         )),
-        Event::Wait(_) | Event::Fault { .. } => None,
+        Event::Belief {
+            t_us,
+            key,
+            owner,
+            begin,
+        } => Some(format!("B {t_us} {key} {owner} {}", *begin as u8)),
+        _ => None,
     }
 }
 
@@ -157,6 +215,12 @@ pub fn from_line(line: &str) -> Option<Event> {
             t_us: f[1].parse().ok()?,
             ok: f[2] == "1",
             worker: f[3].to_owned(),
+        }),
+        (Some(&"B"), 5) => Some(Event::Belief {
+            t_us: f[1].parse().ok()?,
+            key: f[2].to_owned(),
+            owner: f[3].to_owned(),
+            begin: f[4] == "1",
         }),
         (Some(&"S"), 16) => Some(Event::Section(Section {
             worker: f[1].to_owned(),
@@ -203,6 +267,12 @@ mod tests {
                 t_us: 9,
                 ok: false,
                 worker: "w2".into(),
+            },
+            Event::Belief {
+                t_us: 11,
+                key: "k".into(),
+                owner: "c1:7".into(),
+                begin: true,
             },
         ] {
             let line = to_line(&event).expect("a line");

@@ -5,10 +5,12 @@
 //! [--faults kill,stop,...|all|none] [--workers client,owner,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
 
 mod check;
+mod check_watch;
 mod cluster;
 mod crew;
 mod deploy;
 mod faults;
+mod faults_conn;
 mod history;
 mod process;
 mod proxy;
@@ -16,12 +18,14 @@ mod resource;
 mod rng;
 mod run;
 mod sentinel;
+mod topology;
+mod watch;
 mod workers;
 
 use std::process::ExitCode;
 
-use deploy::Topology;
 use run::Settings;
+use topology::Topology;
 
 const TOPOLOGIES: [Topology; 4] = [
     Topology::Single,

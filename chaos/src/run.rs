@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 
 use crate::check::{judge, unavailability, Counts};
-use crate::deploy::{poll, Deployment, Topology};
+use crate::check_watch::CONTROL;
 use crate::faults::Injector;
 use crate::history::{now_us, History};
 use crate::resource::Resource;
 use crate::rng::Rng;
+use crate::topology::{poll, Deployment, Topology};
+use crate::watch::Watch;
 use crate::workers::child::ChildWorker;
 use crate::workers::Ctx;
 
@@ -30,7 +32,7 @@ pub struct Settings {
 /// Runs and prints the report; the counts.
 pub fn run(s: &Settings) -> Counts {
     let runtime = Runtime::new().unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let (_resource_server, resource) = Resource::start(!s.unsafe_mode);
+    let (resource_server, resource) = Resource::start(!s.unsafe_mode);
     let mut deployment = Deployment::start(s.topology, runtime.handle(), s.unsafe_mode);
     let history = History::default();
     let ctx = Arc::new(Ctx {
@@ -44,9 +46,17 @@ pub fn run(s: &Settings) -> Counts {
         ignore_loss: s.unsafe_mode,
     });
     let mut crew = crate::crew::start(&runtime, &ctx, &deployment, &s.workers, s.seed);
+    let watched: Vec<(String, u16)> = deployment
+        .servers
+        .iter()
+        .map(|p| (p.name.clone(), p.port))
+        .collect();
+    let control = (CONTROL.to_owned(), resource_server.port);
+    let watch = Watch::start(&watched, control, &ctx.keys, &history);
     inject_faults(s, &mut deployment, &mut crew.children, &history);
     // Gaps are measured up to here: the end of the faults, not of the settling.
     let ended_us = now_us();
+    watch.stop();
     ctx.stop.store(true, Ordering::Relaxed);
     deployment.heal();
     wind_down(&runtime, crew);
@@ -74,7 +84,12 @@ fn judge_run(
     deployment: &mut Deployment,
     ended_us: u64,
 ) -> Counts {
-    for line in crate::check::describe(events).iter().take(30) {
+    let watch = crate::check_watch::describe(events);
+    for line in crate::check::describe(events)
+        .iter()
+        .take(30)
+        .chain(watch.iter().take(30))
+    {
         eprintln!("{line}");
     }
     let mut counts = judge(events);
@@ -122,6 +137,7 @@ fn inject_faults(
             children,
             history,
             rng: &rng,
+            unsafe_mode: s.unsafe_mode,
         };
         injector.inject(&kind);
         let _ = deployment.crashes(); // restarts a process that died unasked
@@ -137,8 +153,10 @@ fn inject_faults(
 pub fn safety_line(s: &Settings, c: &Counts) -> String {
     format!(
         "SAFETY topology={} seed={} secs={} acquisitions={} faults={} overlaps={} stale_accepted={} \
-         repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={}",
+         repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={} \
+         leaked_holds={} stalls={}",
         s.topology.name(), s.seed, s.secs, c.acquisitions, c.faults, c.overlaps, c.stale_accepted,
-        c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes
+        c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes,
+        c.leaked_holds, c.stalls
     )
 }

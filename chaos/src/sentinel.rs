@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::deploy::{poll, Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::process::{free_port, Proc};
+use crate::topology::{poll, Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 
 impl Deployment {
     pub(crate) fn start_sentinels(&mut self) {

@@ -1,6 +1,7 @@
 //! The checker is trusted only after it has caught a known-unsafe setting: with fencing off
 //! and holder processes paused past their lease, a short run must report violations, name
-//! them, and exit with status 1.
+//! them, and exit with status 1; with workers that forget holdings and a `DEBUG SLEEP` the
+//! checker is not told of, it must count leaked holds and stalls.
 
 use std::process::Command;
 
@@ -21,6 +22,21 @@ fn unsafe_switch_reports_violations_and_fails() {
     panic!("no unsafe run reported a violation: {runs:#?}");
 }
 
+#[test]
+fn unsafe_switch_counts_leaked_holds_and_stalls() {
+    let mut runs = Vec::new();
+    for seed in SEEDS {
+        let run = unsafe_run_with(seed, "freeze");
+        if run.count("leaked_holds") > 0 && run.count("stalls") > 0 {
+            assert!(run.stderr.contains("leaked hold on "), "{}", run.stderr);
+            assert!(run.stderr.contains("stall on "), "{}", run.stderr);
+            return assert_eq!(run.status, Some(1), "{}", run.safety);
+        }
+        runs.push(run.safety);
+    }
+    panic!("no unsafe run counted both a leaked hold and a stall: {runs:#?}");
+}
+
 struct UnsafeRun {
     seed: u64,
     safety: String,
@@ -29,6 +45,10 @@ struct UnsafeRun {
 }
 
 fn unsafe_run(seed: u64) -> UnsafeRun {
+    unsafe_run_with(seed, "holder-stop")
+}
+
+fn unsafe_run_with(seed: u64, faults: &str) -> UnsafeRun {
     let output = Command::new(env!("CARGO_BIN_EXE_rlock-chaos"))
         .args([
             "--topology",
@@ -38,7 +58,7 @@ fn unsafe_run(seed: u64) -> UnsafeRun {
             "--seed",
             &seed.to_string(),
         ])
-        .args(["--faults", "holder-stop", "--unsafe"])
+        .args(["--faults", faults, "--unsafe"])
         .output()
         .expect("run rlock-chaos");
     let stdout = String::from_utf8_lossy(&output.stdout);
