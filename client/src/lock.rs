@@ -158,7 +158,7 @@ impl Lock {
     pub(crate) async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
         let owner = match &self.owner {
             Some(id) => id.to_string(),
-            None => self.core.next_owner_id(),
+            None => crate::per_thread::caller_owner(self.core.id()),
         };
         acquire::acquire(&self.core, &self.key, owner, self.options, limit).await
     }
