@@ -282,6 +282,13 @@ mod turns;
 mod wait;
 mod watchdog;
 
+/// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
+/// so that an application on another version of `redis` builds the commands it hands to
+/// [`Guard::fenced`] and [`LostSignal::fenced`] with this one:
+/// `rlock_client::redis::cmd("HSET")`. The types of [`Client::from_redis`] and
+/// [`Error::Redis`] are this crate's too.
+pub use redis;
+
 pub use client::{Client, Owner};
 pub use config::ClientOptions;
 pub use error::{Error, LossReason, Result};

@@ -54,7 +54,10 @@ async fn nested_acquisitions_in_one_task_reenter_and_a_waiter_gets_the_lock_afte
     // The guards were moved out of their task: releasing them here works.
     let (owner, token) = (outer.owner().to_owned(), outer.token());
     assert_eq!(outer.release().await.unwrap(), 0);
-    let got = tokio::time::timeout(HUNG, waiter).await.expect("hung").unwrap();
+    let got = tokio::time::timeout(HUNG, waiter)
+        .await
+        .expect("hung")
+        .unwrap();
     assert_ne!(got.owner(), owner);
     assert!(got.token() > token);
     got.release().await.unwrap();
