@@ -30,8 +30,10 @@
 //!   probe, all in [`ClientOptions`]; [`Client::close`] releases everything.
 //! - **Fencing tokens**: every holding has a token ([`Guard::token`]) that grows with every
 //!   new holding, to make the protected resources refuse a stale holder.
-//! - **Reentrancy**: through an [`Owner`] handle in async code, or per thread with the
-//!   [`blocking`] API.
+//! - **Reentrancy** with no setup, as Redisson's `RLock` per thread: an acquisition is owned
+//!   by its tokio task (see [`Client::lock`]), so nested acquisitions in one task reenter and
+//!   other tasks wait; an [`Owner`] shares a holding between tasks; the [`blocking`] API is
+//!   reentrant per thread.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
 //! - **Redis Sentinel**: opened on the sentinels of a master, the client follows the master
@@ -74,10 +76,9 @@
 //!         None => println!("busy"),
 //!     }
 //!
-//!     // Reentrancy goes through an owner handle.
-//!     let me = client.owner();
-//!     let outer = me.lock("lock:tree").acquire().await?;
-//!     let inner = me.lock("lock:tree").acquire().await?;
+//!     // Reentrant in one task (here, outside any task: in one thread).
+//!     let outer = client.lock("lock:tree").acquire().await?;
+//!     let inner = client.lock("lock:tree").acquire().await?;
 //!     assert_eq!(inner.release().await?, 1);
 //!     assert_eq!(outer.release().await?, 0);
 //!

@@ -124,3 +124,42 @@ async fn a_blocking_task_reenters_as_a_task() {
     assert!(owners.0.contains(":t"), "{}", owners.0);
     assert_eq!(tokens.0, tokens.1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_set_s_tasks_are_tasks_and_its_own_future_is_its_thread_s() {
+    let server = Server::start();
+    let client = server.client().await;
+    let local = tokio::task::LocalSet::new();
+    let (outside, inside) = local
+        .run_until(async {
+            let outer = acquire_in_time(&client, "local").await;
+            let moved = client.clone();
+            let spawned = tokio::task::spawn_local(async move {
+                let got = moved
+                    .lock("local")
+                    .try_acquire(Duration::from_millis(100))
+                    .await
+                    .unwrap();
+                assert!(got.is_none(), "a spawned local task reentered");
+                let first = acquire_in_time(&moved, "other").await;
+                let second = acquire_in_time(&moved, "other").await;
+                assert_eq!(second.release().await.unwrap(), 1);
+                let owner = first.owner().to_owned();
+                first.release().await.unwrap();
+                owner
+            });
+            let inside = spawned.await.unwrap();
+            let outside = outer.owner().to_owned();
+            outer.release().await.unwrap();
+            (outside, inside)
+        })
+        .await;
+    assert!(
+        outside.starts_with(&format!("{}:h", client.id())),
+        "{outside}"
+    );
+    assert!(
+        inside.starts_with(&format!("{}:t", client.id())),
+        "{inside}"
+    );
+}
