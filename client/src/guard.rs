@@ -1,7 +1,7 @@
 //! The guard of one held hold: its token, its loss signal, its release.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio::time::Instant;
 
@@ -110,7 +110,7 @@ impl Guard {
     /// cancellation token; see [`LostSignal`].
     pub fn lost_signal(&self) -> LostSignal {
         let fence = Arc::new(Fencer {
-            core: self.core.clone(),
+            core: Arc::downgrade(&self.core),
             holding: self.holding.clone(),
         });
         LostSignal::new(&self.holding, fence)
@@ -208,15 +208,20 @@ async fn fenced<T: redis::FromRedisValue>(
     })
 }
 
-/// The way from a guard's loss signals to fenced commands on its holding.
+/// The way from a guard's loss signals to fenced commands on its holding. A signal does not
+/// keep its client alive: once every handle of the client is gone, it fails with `Closed`.
 struct Fencer {
-    core: Arc<Core>,
+    core: Weak<Core>,
     holding: Arc<Holding>,
 }
 
 impl Fence for Fencer {
     fn fenced<'a>(&'a self, cmd: &'a redis::Cmd) -> Fenced<'a> {
-        Box::pin(fenced(&self.core, &self.holding, cmd))
+        let core = self.core.upgrade();
+        Box::pin(async move {
+            let core = core.ok_or(Error::Closed)?;
+            fenced(&core, &self.holding, cmd).await
+        })
     }
 }
 

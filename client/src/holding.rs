@@ -199,8 +199,10 @@ impl LostSignal {
 
     /// Runs `cmd` only while this holding is the lock's current one, as
     /// [`Guard::fenced`](crate::Guard::fenced) does (`LOCK.FENCED`, one atomic step on the
-    /// server): fails with [`Error::Lost`] when the server says the holding is gone, which
-    /// it is once its guard was released. Build `cmd` with [`crate::redis`].
+    /// server): fails with [`Error::Lost`] when the server says the holding is gone (a
+    /// signal kept after its guard's release writes nothing once the lock was freed), and
+    /// with [`Error::Closed`] once every handle of its client is gone. Build `cmd` with
+    /// [`crate::redis`].
     pub async fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         let reply = self.fence.fenced(cmd).await?;
         redis::from_redis_value(reply).map_err(|e| Error::Redis(e.into()))
