@@ -229,7 +229,8 @@
 //!   (a wait connection's outcomes by wait id); below them
 //!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
 //!   at a time per key and owner), `per_thread.rs` (the [`blocking`] API's runtime and
-//!   per-thread owner ids); below them `pair.rs` (a key and owner as a map key),
+//!   per-thread owner ids, and the default owner of an async acquisition: its task's, or
+//!   its thread's); below them `pair.rs` (a key and owner as a map key),
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
 //!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
