@@ -28,8 +28,9 @@ async fn main() -> Result<(), rlock_client::Error> {
         guard.token()
     );
 
-    // 2. Someone else cannot have it; they get `None` after waiting 200 ms.
-    let other = client.lock("example:order:42");
+    // 2. Another owner cannot have it; it gets `None` after waiting 200 ms. (Here, in the
+    //    same task, `client.lock` would reenter: another owner is another task, or a handle.)
+    let other = client.owner().lock("example:order:42");
     let busy = other.try_acquire(Duration::from_millis(200)).await?;
     println!("a second owner got it: {}", busy.is_some());
 
@@ -44,7 +45,8 @@ async fn main() -> Result<(), rlock_client::Error> {
     println!("handed over with token {}", next.token());
     drop(next); // released in the background
 
-    // 4. Reentrancy through an owner handle.
+    // 4. Reentrancy: the acquisitions of one task (here, outside any task, of one thread)
+    //    reenter through `client.lock`; an owner handle shares a holding between tasks.
     let me = client.owner();
     let outer = me.lock("example:tree").acquire().await?;
     let inner = me.lock("example:tree").acquire().await?;

@@ -1,6 +1,6 @@
-//! The samples of the README and of `docs/client.md`, whole: the docs quote these lines
-//! verbatim, and `tests/docs.rs` checks that every Rust sample there is an excerpt of an
-//! example, so the samples compile with the crate.
+//! The samples of `docs/client.md`, whole: the docs quote these lines verbatim, and
+//! `tests/docs.rs` checks that every Rust sample there is an excerpt of an example, so the
+//! samples compile with the crate (the README's is `quickstart.rs`).
 //!
 //! ```text
 //! redis-server --port 6379 --loadmodule target/release/librlock.so &
@@ -22,21 +22,6 @@ async fn work() {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-async fn readme() -> Result<(), Error> {
-    let client = Client::open("redis://127.0.0.1:6379/").await?;
-
-    let guard = client.lock("lock:order:42").acquire().await?; // waits; the watchdog renews
-    write_order(guard.token()).await?; // the resource refuses tokens older than the last
-    guard.release().await?; // Err(Error::Lost { .. }) if the lock was lost meanwhile
-
-    let written = client
-        .lock("lock:order:42")
-        .with_lock(|held| async move { write_order(held.token()).await }) // cancelled if lost
-        .await?;
-    written?;
-    client.close().await // before main returns: releases every lock still held
-}
-
 async fn guide() -> Result<(), Error> {
     let options = ClientOptions::new() // every wait of the client is bounded
         .response_timeout(Duration::from_secs(1)) // a reply (default 2 s)
@@ -46,7 +31,7 @@ async fn guide() -> Result<(), Error> {
     // Runs the work while holding the lock; drops (cancels) it if the lock is lost.
     let written = client
         .lock("lock:order:42")
-        .with_lock(|held| async move { write_order(held.token()).await }) // fence it
+        .with_lock(|held| async move { write_order(held.token()).await }) // token: fence it
         .await?; // Err(Error::Lost { .. }) if lost
     written?;
 
@@ -71,11 +56,26 @@ async fn guide() -> Result<(), Error> {
     let added: i64 = order.fenced(&hset).await?; // Err(Error::Lost { .. }) if it is gone
     println!("{added} field(s) added");
     order.release().await?;
+    // The same inside with_lock: its work gets fenced(), token() and owner().
+    let mut hset = redis::cmd("HSET");
+    hset.arg("order:{order:42}").arg("state").arg("shipped");
+    let written = client
+        .lock("lock:{order:42}")
+        .with_lock(|held| async move { held.fenced::<i64>(&hset).await })
+        .await?; // Err(Error::Lost { .. }) if lost before the work ended
+    written?; // the fenced write's own outcome
 
-    let me = client.owner(); // reentrant: the same owner takes a lock it holds again
+    // Reentrant by default: the acquisitions of one task share an owner (`<client id>:t<task id>`).
+    let outer = client.lock("lock:tree").acquire().await?;
+    let inner = client.lock("lock:tree").acquire().await?; // the same task: a second hold
+    assert_eq!(inner.release().await?, 1); // holds remaining: still held
+    outer.release().await?;
+    // An explicit owner shares one holding between tasks (`<client id>:<n>`).
+    let me = client.owner();
     let outer = me.lock("lock:tree").acquire().await?;
-    let inner = me.lock("lock:tree").acquire().await?;
-    assert_eq!(inner.release().await?, 1); // holds remaining
+    let shared = me.clone();
+    let inner = tokio::spawn(async move { shared.lock("lock:tree").acquire().await }).await;
+    assert_eq!(inner.expect("the task")?.release().await?, 1);
     outer.release().await?;
     client.close().await // before main returns: releases every guard's lock
 }
@@ -87,7 +87,6 @@ async fn sentinel() -> Result<(), Error> {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    readme().await?;
     guide().await?;
     if std::env::args().any(|arg| arg == "--sentinel") {
         sentinel().await?;

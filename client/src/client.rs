@@ -17,8 +17,10 @@ use crate::watchdog::WatchdogStats;
 /// factory of its locks.
 ///
 /// Cheap to clone (all clones share one connection per server and one watchdog). Each client
-/// has a random id; owner ids are `<client id>:<n>`. The client's background work (the
-/// watchdog, background releases) runs on the tokio runtime it was opened on.
+/// has a random id, the prefix of its owner ids: `<client id>:t<task id>` for a task's
+/// acquisitions, `<client id>:h<n>` for a thread's outside any task, `<client id>:<n>` for an
+/// [`Owner`] (see [`Client::lock`]). The client's background work (the watchdog, background
+/// releases) runs on the tokio runtime it was opened on.
 #[derive(Clone)]
 pub struct Client {
     core: Arc<Core>,
@@ -130,14 +132,30 @@ impl Client {
         &self.server
     }
 
-    /// A lock on `name` (the Redis key). Each acquisition through it uses a fresh owner id,
-    /// so it is not reentrant: take an [`Owner`] handle for reentrancy.
+    /// A lock on `name` (the Redis key), reentrant per task, as Redisson's `RLock` is per
+    /// thread: an acquisition is owned by the tokio task that makes it,
+    /// `<client id>:t<task id>` ([`tokio::task::try_id`]), so a nested acquisition of a lock
+    /// the task holds adds a hold at once (the same token; the lock stays held until every
+    /// hold is released), and other tasks wait.
+    ///
+    /// - Futures run together in one task (`join!`, `select!`) share its owner; spawn them to
+    ///   have them contend, or give them [`Owner`]s of their own.
+    /// - Outside any task (the body of `#[tokio::main]` or `#[tokio::test]`, a future of
+    ///   `block_on` or `LocalSet::run_until`: tokio gives these no task id), the owner is the
+    ///   calling thread's, `<client id>:h<n>`. Inside `spawn_blocking`, it is that task's.
+    /// - A guard keeps its owner wherever it is moved, and releases from any task.
+    /// - An [`Owner`] (from [`Client::owner`]) shares one holding between tasks explicitly.
+    ///
+    /// A task that holds a lock through an [`Owner`] and acquires it again through this lock
+    /// waits for itself (up to its wait limit): the client does not detect it.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
 
-    /// A new owner: locks taken through it are reentrant (the same owner acquiring a lock it
-    /// holds gets another hold on it, and needs as many releases).
+    /// A new owner, `<client id>:<n>`, whatever task uses it: locks taken through it are
+    /// reentrant (the same owner acquiring a lock it holds gets another hold on it, and needs
+    /// as many releases). Share it (it is `Clone`) to share a holding between tasks, or take a
+    /// fresh one to make two acquisitions of one task contend.
     pub fn owner(&self) -> Owner {
         Owner {
             id: self.next_owner_id().into(),

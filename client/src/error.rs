@@ -184,6 +184,26 @@ pub(crate) fn timed_out(what: &str) -> redis::RedisError {
     ))
 }
 
+/// `err`, met opening a connection to `addr`, naming that server: `cannot reach ADDR: ...`.
+/// An I/O error stays one, of the same sort (refused, timed out, dropped); other errors (a
+/// refused password) are left as they are.
+pub(crate) fn unreachable(addr: &str, err: redis::RedisError) -> redis::RedisError {
+    use std::io::ErrorKind;
+    if !err.is_io_error() {
+        return err;
+    }
+    let kind = if err.is_timeout() {
+        ErrorKind::TimedOut
+    } else if err.is_connection_refusal() {
+        ErrorKind::ConnectionRefused
+    } else if err.is_connection_dropped() {
+        ErrorKind::ConnectionReset
+    } else {
+        ErrorKind::Other
+    };
+    std::io::Error::new(kind, format!("cannot reach {addr}: {err}")).into()
+}
+
 impl Error {
     /// `got`, or [`Error::Timeout`] for `key` when a wait that began at `started` ended
     /// without it.

@@ -104,3 +104,24 @@ fn lost_and_timeout_render_key_and_cause() {
         "lock 'k' was granted but only 1 of 2 replicas acknowledged it in time; released it"
     );
 }
+
+#[test]
+fn a_connection_error_names_its_server_and_keeps_its_sort() {
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    let err = unreachable("127.0.0.1:6379", refused.into());
+    assert!(err.is_io_error() && err.is_connection_refusal());
+    assert!(
+        err.to_string().starts_with("cannot reach 127.0.0.1:6379: "),
+        "{err}"
+    );
+    let late = unreachable("h:1", timed_out("no connection within the connect timeout"));
+    assert!(late.is_timeout());
+    let mapped = Error::from(late);
+    assert!(
+        matches!(&mapped, Error::Unresponsive { detail } if detail == "cannot reach h:1: no connection within the connect timeout"),
+        "{mapped:?}"
+    );
+    let refused_password = server_error("WRONGPASS", "invalid username-password pair");
+    let kept = unreachable("h:1", refused_password);
+    assert_eq!(kept.code(), Some("WRONGPASS"));
+}

@@ -1,14 +1,14 @@
 //! The guard of one held hold: its token, its loss signal, its release.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio::time::Instant;
 
 use crate::commands;
 use crate::core::Core;
 use crate::error::{Error, LossReason, Result};
-use crate::holding::LostSignal;
+use crate::holding::{Fence, Fenced, LostSignal};
 use crate::options::LockOptions;
 use crate::registry::{Grant, Holding};
 
@@ -109,7 +109,11 @@ impl Guard {
     /// A signal of this guard's loss that can be moved into spawned work, like a
     /// cancellation token; see [`LostSignal`].
     pub fn lost_signal(&self) -> LostSignal {
-        LostSignal::new(&self.holding)
+        let fence = Arc::new(Fencer {
+            core: Arc::downgrade(&self.core),
+            holding: self.holding.clone(),
+        });
+        LostSignal::new(&self.holding, fence)
     }
 
     /// Why the lock was lost, if it was.
@@ -183,15 +187,40 @@ impl Guard {
     /// # }
     /// ```
     pub async fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        let holding = &self.holding;
-        let fenced = commands::fenced(&holding.key, &holding.owner, holding.token, cmd);
-        let answer = self.core.query(&holding.key, &fenced).await;
-        answer.map_err(|err| match err.code() {
-            Some("NOTHELD" | "FENCED") => {
-                self.core.mark_lost(holding, LossReason::NotHeld);
-                lost_error(holding, LossReason::NotHeld)
-            }
-            _ => Error::from_command(err, &holding.key, &holding.owner),
+        fenced(&self.core, &self.holding, cmd).await
+    }
+}
+
+/// `cmd` run fenced by `holding`; a holding the server says is gone is lost from then on.
+async fn fenced<T: redis::FromRedisValue>(
+    core: &Core,
+    holding: &Holding,
+    cmd: &redis::Cmd,
+) -> Result<T> {
+    let fenced = commands::fenced(&holding.key, &holding.owner, holding.token, cmd);
+    let answer = core.query(&holding.key, &fenced).await;
+    answer.map_err(|err| match err.code() {
+        Some("NOTHELD" | "FENCED") => {
+            core.mark_lost(holding, LossReason::NotHeld);
+            lost_error(holding, LossReason::NotHeld)
+        }
+        _ => Error::from_command(err, &holding.key, &holding.owner),
+    })
+}
+
+/// The way from a guard's loss signals to fenced commands on its holding. A signal does not
+/// keep its client alive: once every handle of the client is gone, it fails with `Closed`.
+struct Fencer {
+    core: Weak<Core>,
+    holding: Arc<Holding>,
+}
+
+impl Fence for Fencer {
+    fn fenced<'a>(&'a self, cmd: &'a redis::Cmd) -> Fenced<'a> {
+        let core = self.core.upgrade();
+        Box::pin(async move {
+            let core = core.ok_or(Error::Closed)?;
+            fenced(&core, &self.holding, cmd).await
         })
     }
 }

@@ -1,5 +1,6 @@
 //! One holding on the server, `(key, owner, token)`, as the client's guards see it: its safe
-//! deadline and its loss. Pure bookkeeping, no Redis in it.
+//! deadline and its loss. Pure bookkeeping, no Redis in it: a loss signal's fenced commands
+//! go through the [`Fence`] its guard gave it.
 //!
 //! The safe deadline is the send time of the request that last set the lease, plus that
 //! lease, minus a margin ([`margin_for`]). The server's lease started after that send, so
@@ -10,6 +11,8 @@
 //! revives the holding.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +20,16 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
-use crate::error::LossReason;
+use crate::error::{Error, LossReason, Result};
+
+/// The reply of a command run fenced by a holding.
+pub(crate) type Fenced<'a> = Pin<Box<dyn Future<Output = Result<redis::Value>> + Send + 'a>>;
+
+/// Runs commands fenced by one holding (`LOCK.FENCED`), for its loss signals.
+pub(crate) trait Fence: Send + Sync {
+    /// `cmd`, run only while the holding is the lock's current one.
+    fn fenced<'a>(&'a self, cmd: &'a redis::Cmd) -> Fenced<'a>;
+}
 
 /// How much of a lease the client does not count on: the configured margin (one round trip,
 /// the time work needs to stop) plus 1% of the lease for clock drift, at most half the lease.
@@ -159,6 +171,7 @@ impl Holding {
 #[derive(Clone)]
 pub struct LostSignal {
     holding: Arc<Holding>,
+    fence: Arc<dyn Fence>,
 }
 
 impl fmt::Debug for LostSignal {
@@ -172,10 +185,27 @@ impl fmt::Debug for LostSignal {
 }
 
 impl LostSignal {
-    pub(crate) fn new(holding: &Arc<Holding>) -> LostSignal {
+    pub(crate) fn new(holding: &Arc<Holding>, fence: Arc<dyn Fence>) -> LostSignal {
         LostSignal {
             holding: holding.clone(),
+            fence,
         }
+    }
+
+    /// The owner id holding the lock.
+    pub fn owner(&self) -> &str {
+        &self.holding.owner
+    }
+
+    /// Runs `cmd` only while this holding is the lock's current one, as
+    /// [`Guard::fenced`](crate::Guard::fenced) does (`LOCK.FENCED`, one atomic step on the
+    /// server): fails with [`Error::Lost`] when the server says the holding is gone (a
+    /// signal kept after its guard's release writes nothing once the lock was freed), and
+    /// with [`Error::Closed`] once every handle of its client is gone. Build `cmd` with
+    /// [`crate::redis`].
+    pub async fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
+        let reply = self.fence.fenced(cmd).await?;
+        redis::from_redis_value(reply).map_err(|e| Error::Redis(e.into()))
     }
 
     /// True once the lock is lost (a clock check: true from the safe deadline on).

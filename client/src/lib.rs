@@ -30,8 +30,10 @@
 //!   probe, all in [`ClientOptions`]; [`Client::close`] releases everything.
 //! - **Fencing tokens**: every holding has a token ([`Guard::token`]) that grows with every
 //!   new holding, to make the protected resources refuse a stale holder.
-//! - **Reentrancy**: through an [`Owner`] handle in async code, or per thread with the
-//!   [`blocking`] API.
+//! - **Reentrancy** with no setup, as Redisson's `RLock` per thread: an acquisition is owned
+//!   by its tokio task (see [`Client::lock`]), so nested acquisitions in one task reenter and
+//!   other tasks wait; an [`Owner`] shares a holding between tasks; the [`blocking`] API is
+//!   reentrant per thread.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
 //! - **Redis Sentinel**: opened on the sentinels of a master, the client follows the master
@@ -74,10 +76,9 @@
 //!         None => println!("busy"),
 //!     }
 //!
-//!     // Reentrancy goes through an owner handle.
-//!     let me = client.owner();
-//!     let outer = me.lock("lock:tree").acquire().await?;
-//!     let inner = me.lock("lock:tree").acquire().await?;
+//!     // Reentrant in one task (here, outside any task: in one thread).
+//!     let outer = client.lock("lock:tree").acquire().await?;
+//!     let inner = client.lock("lock:tree").acquire().await?;
 //!     assert_eq!(inner.release().await?, 1);
 //!     assert_eq!(outer.release().await?, 0);
 //!
@@ -228,7 +229,8 @@
 //!   (a wait connection's outcomes by wait id); below them
 //!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
 //!   at a time per key and owner), `per_thread.rs` (the [`blocking`] API's runtime and
-//!   per-thread owner ids); below them `pair.rs` (a key and owner as a map key),
+//!   per-thread owner ids, and the default owner of an async acquisition: its task's, or
+//!   its thread's); below them `pair.rs` (a key and owner as a map key),
 //!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
 //!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
 //!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
@@ -281,6 +283,13 @@ mod topology;
 mod turns;
 mod wait;
 mod watchdog;
+
+/// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
+/// so that an application on another version of `redis` builds the commands it hands to
+/// [`Guard::fenced`] and [`LostSignal::fenced`] with this one:
+/// `rlock_client::redis::cmd("HSET")`. The types of [`Client::from_redis`] and
+/// [`Error::Redis`] are this crate's too.
+pub use redis;
 
 pub use client::{Client, Owner};
 pub use config::ClientOptions;

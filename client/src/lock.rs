@@ -14,7 +14,8 @@ use crate::holding::LostSignal;
 use crate::info::LockInfo;
 use crate::options::LockOptions;
 
-/// A lock on one Redis key, from [`Client::lock`] or [`Owner::lock`](crate::Owner::lock).
+/// A lock on one Redis key, from [`Client::lock`] (owned by the acquiring task: reentrant per
+/// task) or [`Owner::lock`](crate::Owner::lock) (owned by that owner).
 ///
 /// [`Client::lock`]: crate::Client::lock
 #[derive(Clone)]
@@ -97,8 +98,11 @@ impl Lock {
     /// Acquires the lock (as [`acquire`](Lock::acquire) does), runs `work` while holding it,
     /// then releases it: node-redlock's `using`, etcd's `Session.Done()` in one call.
     ///
-    /// `work` gets the holding's [`LostSignal`] (its fencing token, its deadline, and a
-    /// signal to hand to spawned work). If the lock is lost while `work` runs, `work` is
+    /// `work` gets the holding's [`LostSignal`]: its fencing token
+    /// ([`token`](LostSignal::token)), its owner ([`owner`](LostSignal::owner)), fenced
+    /// writes ([`fenced`](LostSignal::fenced), as [`Guard::fenced`]), its deadline, and a
+    /// signal to hand to spawned work. `work` runs in the calling task: an acquisition of the
+    /// same lock through [`Client::lock`](crate::Client::lock) inside it reenters. If the lock is lost while `work` runs, `work` is
     /// dropped (cancelled at its next `.await`) and the call fails with [`Error::Lost`];
     /// it also fails so if the release finds the lock lost after `work` finished. A release
     /// that fails otherwise (the server unreachable) is logged, and `work`'s value returned:
@@ -113,6 +117,15 @@ impl Lock {
     ///         42 // the work's value
     ///     })
     ///     .await?;
+    /// // A write that lands only while the holding is current (`LOCK.FENCED`):
+    /// let added = client
+    ///     .lock("lock:{order:42}")
+    ///     .with_lock(|held| async move {
+    ///         let mut hset = rlock_client::redis::cmd("HSET");
+    ///         hset.arg("order:{order:42}").arg("state").arg("paid");
+    ///         held.fenced::<i64>(&hset).await
+    ///     })
+    ///     .await??;
     /// # Ok(())
     /// # }
     /// ```
@@ -158,7 +171,7 @@ impl Lock {
     pub(crate) async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
         let owner = match &self.owner {
             Some(id) => id.to_string(),
-            None => self.core.next_owner_id(),
+            None => crate::per_thread::caller_owner(self.core.id()),
         };
         acquire::acquire(&self.core, &self.key, owner, self.options, limit).await
     }

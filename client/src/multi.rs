@@ -22,7 +22,10 @@ use crate::signal::{finish, unless_lost, GroupSignal};
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.
 ///
 /// Each member keeps its own options (lease, watchdog) and is renewed by its own client's
-/// watchdog. Members that name the same key on the same server are taken once.
+/// watchdog. Members that name the same key on the same server are taken once. Each member
+/// is acquired as its [`Lock`] says: a member from [`Client::lock`](crate::Client::lock) is
+/// owned by the task that acquires the MultiLock (it reenters a lock that task holds), one
+/// from [`Owner::lock`](crate::Owner::lock) by that owner.
 ///
 /// ```no_run
 /// # async fn demo(a: rlock_client::Client, b: rlock_client::Client) -> rlock_client::Result<()> {

@@ -129,12 +129,13 @@ impl Node {
         // The manager retries a failed first connection too: the whole stays within the
         // connect timeout, so that opening a client on a stopped server fails in time.
         let open = ConnectionManager::new_with_config(self.redis.clone(), config);
-        match tokio::time::timeout(o.connect_timeout_duration(), open).await {
+        let opened = match tokio::time::timeout(o.connect_timeout_duration(), open).await {
             Ok(opened) => opened,
             Err(_) => Err(crate::error::timed_out(
                 "no connection within the connect timeout",
             )),
-        }
+        };
+        opened.map_err(|err| crate::error::unreachable(&self.addr, err))
     }
 
     /// Opens a fresh shared connection in the background, and puts it in the place of the

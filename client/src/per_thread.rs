@@ -1,7 +1,9 @@
 //! What the blocking API keeps beside the async client: a runtime of its own, and each
-//! thread's owner id while the thread holds guards.
+//! thread's owner id while the thread holds guards; and the default owner id of an async
+//! acquisition: its calling task's, or outside any task its calling thread's.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
@@ -87,4 +89,23 @@ impl Threads {
             }
         }
     }
+}
+
+/// The owner id of an async acquisition made without an [`Owner`](crate::Owner): the
+/// calling task's, `<client id>:t<task id>`; outside any task (the future of a
+/// `block_on`, as under `#[tokio::main]`), the calling thread's, `<client id>:h<n>`.
+pub(crate) fn caller_owner(client_id: &str) -> String {
+    match tokio::task::try_id() {
+        Some(task) => format!("{client_id}:t{task}"),
+        None => format!("{client_id}:h{}", thread_number()),
+    }
+}
+
+/// This thread's number in the process: drawn once per thread, never given to another.
+fn thread_number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static NUMBER: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    NUMBER.with(|n| *n)
 }

@@ -11,7 +11,7 @@ use redis::io::tcp::socket2::TcpKeepalive;
 use redis::{AsyncConnectionConfig, RedisResult};
 
 use crate::commands;
-use crate::error::timed_out;
+use crate::error::{timed_out, unreachable};
 use crate::node::{Carrier, Node};
 
 /// How many idle wait connections a client keeps for reuse, per node.
@@ -67,7 +67,8 @@ impl WaitPool {
         let redis = redis::Client::open(info.set_tcp_settings(tcp))?;
         let mut conn = redis
             .get_multiplexed_async_connection_with_config(&config)
-            .await?;
+            .await
+            .map_err(|err| unreachable(&node.addr, err))?;
         let ask = commands::client_id();
         let id = tokio::time::timeout(o.response_timeout_duration(), ask.query_async(&mut conn))
             .await

@@ -28,7 +28,7 @@ use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult, Value};
 
 use crate::channel::{broken, wait_client, whoami, Channel, Signals};
 use crate::commands;
-use crate::error::timed_out;
+use crate::error::{timed_out, unreachable};
 use crate::mailbox::{Loss, Outcome};
 use crate::node::{Node, IDLE_CHECK};
 
@@ -44,13 +44,19 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
         let link = open_sender(node).await?;
         let mut reader = redis
             .get_multiplexed_async_connection_with_config(&reading)
-            .await?;
+            .await
+            .map_err(|err| unreachable(&node.addr, err))?;
         let receiver = whoami(&mut reader).await?;
         RedisResult::Ok((link, reader, receiver))
     };
     let (link, reader, receiver) = tokio::time::timeout(o.connect_timeout_duration(), opening)
         .await
-        .map_err(|_| timed_out("no wait connections within the connect timeout"))??;
+        .map_err(|_| {
+            unreachable(
+                &node.addr,
+                timed_out("no wait connections within the connect timeout"),
+            )
+        })??;
     let channel = Channel::new(link, node, receiver, true);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {
@@ -70,6 +76,7 @@ async fn open_sender(node: &Node) -> RedisResult<MultiplexedConnection> {
     redis
         .get_multiplexed_async_connection_with_config(&sending)
         .await
+        .map_err(|err| unreachable(&node.addr, err))
 }
 
 /// The link to send the next `LOCK.WAIT` on: checked with a `PING` first after

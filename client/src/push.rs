@@ -24,7 +24,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use crate::channel::{wait_client, whoami, Channel, Signals};
 use crate::commands;
-use crate::error::timed_out;
+use crate::error::{timed_out, unreachable};
 use crate::mailbox::{self, Loss};
 use crate::node::Node;
 
@@ -40,14 +40,20 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
     let opening = async {
         let mut link = redis
             .get_multiplexed_async_connection_with_config(&config)
-            .await?;
+            .await
+            .map_err(|err| unreachable(&node.addr, err))?;
         let me = whoami(&mut link).await?;
         link.subscribe(format!("__rlock__:{}", me.0)).await?;
         RedisResult::Ok((link, me))
     };
     let (link, me) = tokio::time::timeout(o.connect_timeout_duration(), opening)
         .await
-        .map_err(|_| timed_out("no wait connection within the connect timeout"))??;
+        .map_err(|_| {
+            unreachable(
+                &node.addr,
+                timed_out("no wait connection within the connect timeout"),
+            )
+        })??;
     let channel = Channel::new(link, node, me, false);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {

@@ -22,6 +22,9 @@ use crate::signal::{finish, unless_lost, GroupSignal};
 /// crate's README, *When to use which*, for how contenders reach a majority without
 /// deadlock, and for the token.
 ///
+/// Every acquisition uses fresh owner ids of its own (the same on every server): a RedLock
+/// is not reentrant, even within one task.
+///
 /// ```no_run
 /// # async fn demo(a: rlock_client::Client, b: rlock_client::Client, c: rlock_client::Client)
 /// # -> rlock_client::Result<()> {

@@ -25,6 +25,7 @@ use redis::{
 };
 
 use crate::commands;
+use crate::error::unreachable;
 
 /// The URL scheme of a Sentinel deployment.
 const SCHEME: &str = "redis+sentinel://";
@@ -131,7 +132,8 @@ impl Sentinels {
         let sentinel = redis::Client::open(ConnectionAddr::Tcp(host.to_owned(), port))?;
         let mut conn = sentinel
             .get_multiplexed_async_connection_with_config(&bounded())
-            .await?;
+            .await
+            .map_err(|err| unreachable(&format!("{host}:{port}"), err))?;
         let reply: Option<(String, u16)> = commands::sentinel_master_addr(&self.master_name)
             .query_async(&mut conn)
             .await?;
@@ -143,7 +145,8 @@ impl Sentinels {
         let mut conn = self
             .server(host, port)?
             .get_multiplexed_async_connection_with_config(&bounded())
-            .await?;
+            .await
+            .map_err(|err| unreachable(&format!("{host}:{port}"), err))?;
         let role: Vec<Value> = commands::role().query_async(&mut conn).await?;
         let first = role
             .into_iter()

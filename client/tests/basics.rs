@@ -37,7 +37,8 @@ async fn acquire_gives_a_guard_with_token_key_and_owner() {
 async fn try_acquire_on_a_busy_lock_waits_then_answers_none() {
     let server = Server::start();
     let client = server.client().await;
-    let held = client.lock("busy").acquire().await.unwrap();
+    // Held by another owner (this task's own acquisitions would reenter).
+    let held = client.owner().lock("busy").acquire().await.unwrap();
     let started = Instant::now();
     let got = client
         .lock("busy")
@@ -64,7 +65,7 @@ async fn try_acquire_on_a_busy_lock_waits_then_answers_none() {
 async fn acquire_with_a_wait_limit_times_out_with_the_key() {
     let server = Server::start();
     let client = server.client().await;
-    let _held = client.lock("slow").acquire().await.unwrap();
+    let _held = client.owner().lock("slow").acquire().await.unwrap();
     let limited = LockOptions::new().wait(Duration::from_millis(150));
     let err = client
         .lock("slow")

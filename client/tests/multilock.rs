@@ -146,7 +146,7 @@ async fn release_frees_every_member_and_tokens_are_exposed() {
 #[tokio::test]
 async fn a_busy_member_leaves_nothing_held() {
     let pair = Pair::start().await;
-    let other = pair.clients[1].lock("c").acquire().await.unwrap();
+    let other = pair.clients[1].owner().lock("c").acquire().await.unwrap();
     let multi = pair.multi(&["a", "b", "c"]);
     let got = multi.try_acquire(Duration::from_millis(300)).await.unwrap();
     assert!(got.is_none(), "c is held by another");

@@ -57,16 +57,19 @@ async fn a_reentry_with_a_shorter_lease_leaves_the_watched_outer_guard_renewed()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn locks_without_an_owner_handle_are_not_reentrant() {
+async fn locks_without_an_owner_handle_are_not_reentrant_across_tasks() {
     let server = Server::start();
     let client = server.client().await;
     let lock = client.lock("plain");
     let held = lock.acquire().await.unwrap();
-    assert!(lock
-        .try_acquire(Duration::from_millis(50))
-        .await
-        .unwrap()
-        .is_none());
+    let elsewhere = lock.clone();
+    let other_task = tokio::spawn(async move {
+        elsewhere
+            .try_acquire(Duration::from_millis(50))
+            .await
+            .unwrap()
+    });
+    assert!(other_task.await.unwrap().is_none());
     let other_owner = client
         .owner()
         .lock("plain")
