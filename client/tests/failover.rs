@@ -185,6 +185,7 @@ fn delay_remaining(server: &support::Server) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn clients_follow_each_new_master_with_fencing_and_no_overlap() {
     support::trace();
     let mut deployment = block_in_place(|| Deployment::start(&SERVER_ARGS));

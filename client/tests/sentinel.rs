@@ -48,6 +48,7 @@ async fn a_sentinel_url_opens_on_the_master() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn after_a_failover_the_next_commands_go_to_the_new_master() {
     support::trace();
     let deployment = block_in_place(|| Deployment::start(&[]));
@@ -109,6 +110,7 @@ fn sentinel_conn(port: u16) -> redis::Connection {
 /// it within about a second once its replicas follow the new master, and the failover delay
 /// covers that second plus the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
     support::trace();
     let args = [
@@ -179,6 +181,7 @@ async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
 /// A master that dies under a waiter: the waiter's connection breaks, and it queues again
 /// on the master the sentinels promote, instead of failing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_waiter_whose_master_dies_queues_again_on_the_new_one() {
     support::trace();
     // A failover delay that covers the holder's lease, short for the test.

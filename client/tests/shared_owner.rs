@@ -111,6 +111,7 @@ async fn checking(race: Arc<Race>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_cancelled_wait_never_frees_another_acquisition_of_its_owner() {
     support::trace();
     let server = Server::start();

@@ -148,6 +148,7 @@ async fn after_next_round(client: &Client, server: &Server) -> (WatchdogStats, u
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn ten_thousand_locks_renew_in_one_pipelined_round_trip_per_round() {
     const LOCKS: usize = 10_000;
     let server = Server::start();
