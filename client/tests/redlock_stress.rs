@@ -200,5 +200,5 @@ async fn cancelled_redlock_acquisitions_never_leave_two_holders() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "long: make test-all"]
 async fn cancelled_redlock_acquisitions_with_servers_stopped_in_turn_never_leave_two_holders() {
-    stress(3, true, 500).await;
+    stress(3, true, 1_000).await;
 }
