@@ -13,7 +13,7 @@ use support::{poll, Server};
 use tool::rlock;
 
 /// How long `rlock` may take to take or show a lock.
-const HELD_WITHIN: Duration = Duration::from_secs(5);
+const HELD_WITHIN: Duration = Duration::from_secs(10);
 
 fn run(server: &Server, args: &[&str]) -> Output {
     rlock(server, args).output().expect("run rlock")

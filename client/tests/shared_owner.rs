@@ -152,7 +152,7 @@ async fn a_try_behind_a_queued_wait_of_its_owner_is_busy_at_once() {
     let waiting = me.lock("busy");
     let waiter = tokio::spawn(async move { waiting.acquire().await });
     assert!(
-        support::eventually(Duration::from_secs(5), || server
+        support::eventually(Duration::from_secs(10), || server
             .info("busy")
             .is_some_and(|i| i.waiters == 1))
         .await
