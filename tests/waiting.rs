@@ -21,7 +21,7 @@ use support::{field, info_field, int, pairs, raw, text_of, Server};
 use wire::{poll, Reply, Wire};
 
 /// How long a waiter may take to show up in its queue.
-const QUEUE_LIMIT: Duration = Duration::from_secs(5);
+const QUEUE_LIMIT: Duration = Duration::from_secs(10);
 
 /// `LOCK.INFO key`'s `waiters` (0 when the lock is absent).
 fn queued(con: &mut redis::Connection, key: &str) -> i64 {
