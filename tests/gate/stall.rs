@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::support::sentinel::Deployment;
 use super::support::{info_field, int, wait_until, Server};
 use super::wire::{Reply, Wire};
-use super::{assert_alive, enqueue, SETTLE};
+use super::{assert_alive, enqueue, rlock_info, SETTLE};
 
 /// Sentinel's guidance for a fenced deployment: a master without a replica accepts no
 /// write, and a promoted replica grants nothing of what it does not have for a while.
@@ -84,6 +84,11 @@ fn a_live_master_failed_over_by_sentinel_grants_and_renews_nothing_after_it_resu
         let (held, ending) = (format!("held{round}"), format!("ending{round}"));
         let server = &deployment.servers[master];
         let mut con = server.conn();
+        // A master promoted in the round before grants no fresh holding for its delay.
+        let delay_over = wait_until(Duration::from_secs(30), || {
+            rlock_info(&mut con, "rlock_failover_delay_remaining") == 0
+        });
+        assert!(delay_over, "round {round}: the failover delay never ended");
         int(&mut con, &["LOCK.ACQUIRE", &held, "a", "LEASE", "60000"]);
         int(&mut con, &["LOCK.ACQUIRE", &ending, "b", "LEASE", "1500"]);
         let mut waiter = enqueue(server, &ending, &["c", "WAIT", "0"]);
