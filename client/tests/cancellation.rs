@@ -101,6 +101,11 @@ async fn a_hundred_acquires_cancelled_at_random_moments_leak_no_hold() {
             holdings
         })
     };
+    // The contention is under way before the acquisitions start, however late it began.
+    let contended = eventually(Duration::from_secs(10), || {
+        server.info("contended").is_some()
+    });
+    assert!(contended.await, "the contending holder never took the lock");
     let (mut granted, mut cancelled) = (0, 0);
     for _ in 0..10 {
         let mut batch = JoinSet::new();
