@@ -16,13 +16,26 @@ VALKEY := $(VALKEY_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build valkey run test bench chaos lint fmt doc clean install dist package
+.PHONY: help deps nextest build valkey run test test-all bench chaos lint fmt doc clean \
+	install dist package
+
+# The tests run with cargo-nextest (each test in a process of its own, the tests of every
+# file side by side), TEST_THREADS at a time: twice the cores, as most of a test's time is
+# spent waiting on its servers. `make test` leaves out the tests marked
+# `#[ignore = "long: make test-all"]`, and the packages rlock-chaos and rlock-bench;
+# `make test-all` runs them all. Both passes build the whole workspace, so that no build
+# differs from another by its features.
+TEST_THREADS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 2 )))
+NEXTEST = RLOCK_MODULE=$(MODULE) $(CARGO) nextest run --workspace --no-fail-fast \
+	--test-threads $(TEST_THREADS)
+NOT_CHAOS_BENCH := -E 'not package(rlock-chaos) & not package(rlock-bench)'
 
 help: ## List the targets
 	@echo "make targets:"
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | \
-		awk 'BEGIN {FS = ":.*## "} {printf "  %-7s %s\n", $$1, $$2}'
-	@echo "variables: PORT=$(PORT) (make run); SECS, SEED, TOPOLOGY, FAULTS, WORKERS, UNSAFE=1 (make chaos)"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
+	@echo "variables: PORT=$(PORT) (make run); TEST_THREADS=$(TEST_THREADS) (make test, test-all);"
+	@echo "  SECS, SEED, TOPOLOGY, FAULTS, WORKERS, UNSAFE=1 (make chaos)"
 
 deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when missing
 	@missing=""; \
@@ -43,6 +56,10 @@ deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when
 		echo "run: sudo apt-get update && sudo apt-get install -y $(APT_PACKAGES)" >&2; \
 		exit 1; \
 	fi
+
+# The test runner, installed with cargo when missing.
+nextest:
+	@$(CARGO) nextest --version >/dev/null 2>&1 || $(CARGO) install --locked cargo-nextest
 
 build: ## Build the module (<target dir>/release/librlock.so)
 	$(CARGO) build --release -p rlock
@@ -67,9 +84,19 @@ run: deps build ## Run redis-server on 127.0.0.1:PORT with the module loaded
 	redis-server $(CURDIR)/redis.conf.example --port $(PORT) --bind 127.0.0.1 \
 		--loadmodule $(MODULE)
 
-test: deps build valkey ## Build, then run every test: on Redis, then on Valkey
-	RLOCK_MODULE=$(MODULE) $(CARGO) test --workspace
-	RLOCK_MODULE=$(MODULE) RLOCK_SERVER=$(VALKEY) $(CARGO) test -p rlock -p rlock-client -p rlock-cli
+test: deps nextest build valkey ## The fast gate: every test but the long ones, on Redis, then on Valkey
+	$(CARGO) test --workspace --doc
+	@echo "== the tests on Redis"
+	$(NEXTEST) $(NOT_CHAOS_BENCH)
+	@echo "== the tests on Valkey"
+	RLOCK_SERVER=$(VALKEY) $(NEXTEST) $(NOT_CHAOS_BENCH)
+
+test-all: deps nextest build valkey ## Every test, the long ones too: on Redis, then on Valkey
+	$(CARGO) test --workspace --doc
+	@echo "== every test on Redis"
+	$(NEXTEST) --run-ignored all
+	@echo "== every test of the module, the client and the CLI on Valkey"
+	RLOCK_SERVER=$(VALKEY) $(NEXTEST) --run-ignored all $(NOT_CHAOS_BENCH)
 
 # make install: the module where Redis modules usually live, $(PREFIX)/lib/redis/modules/.
 PREFIX ?= /usr/local

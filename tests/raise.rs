@@ -122,7 +122,7 @@ fn a_raise_reaches_the_replica() {
         ],
     );
     let mut rcon = replica.conn();
-    let learned = wait_until(Duration::from_secs(5), || next_token(&mut rcon) > floor);
+    let learned = wait_until(Duration::from_secs(10), || next_token(&mut rcon) > floor);
     assert!(
         learned,
         "the replica's next token is {}",

@@ -102,7 +102,7 @@ fn replica_equals_master_after_a_random_workload() {
 
     // Let every short lease run out before comparing, so that no key expires between
     // reading it on the master and reading it on the replica.
-    let settled = wait_until(Duration::from_secs(5), || {
+    let settled = wait_until(Duration::from_secs(10), || {
         all_keys(&mut con).iter().all(|k| {
             let ttl = pttl(&mut con, k);
             ttl == -2 || ttl > 5_000

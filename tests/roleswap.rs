@@ -49,6 +49,7 @@ fn run_length() -> Duration {
 }
 
 #[test]
+#[ignore = "long: make test-all"]
 fn locks_stay_safe_while_roles_swap() {
     let seed = seed();
     eprintln!("roleswap seed {seed} (RLOCK_ROLESWAP_SEED={seed} to run it again)");
@@ -103,7 +104,7 @@ fn replicas_differ(deployment: &Deployment) -> Vec<String> {
     for node in deployment.nodes.iter().filter(|n| n.port != master.port) {
         // A lease can end between the two reads: read again until both agree.
         let mut last = None;
-        let agree = wait_until(Duration::from_secs(5), || {
+        let agree = wait_until(Duration::from_secs(10), || {
             let (a, b) = (keyspace(&mut master.conn()), keyspace(&mut node.conn()));
             let same = a == b;
             last = Some((a.len(), b.len()));

@@ -66,7 +66,7 @@ fn token_after_lease_expiry_is_fresh_and_larger() {
     let server = Server::start();
     let mut con = server.conn();
     let first = int(&mut con, &["LOCK.ACQUIRE", "k", "a", "LEASE", "50"]);
-    let gone = wait_until(Duration::from_secs(5), || {
+    let gone = wait_until(Duration::from_secs(10), || {
         int(&mut con, &["EXISTS", "k"]) == 0
     });
     assert!(gone, "lease of 50 ms did not run out");

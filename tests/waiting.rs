@@ -21,7 +21,7 @@ use support::{field, info_field, int, pairs, raw, text_of, Server};
 use wire::{poll, Reply, Wire};
 
 /// How long a waiter may take to show up in its queue.
-const QUEUE_LIMIT: Duration = Duration::from_secs(5);
+const QUEUE_LIMIT: Duration = Duration::from_secs(10);
 
 /// `LOCK.INFO key`'s `waiters` (0 when the lock is absent).
 fn queued(con: &mut redis::Connection, key: &str) -> i64 {
@@ -216,7 +216,8 @@ fn wait_does_not_block_inside_multi_or_a_script() {
     let script = "return redis.call('LOCK.ACQUIRE', KEYS[1], ARGV[1], 'WAIT', '0')";
     let reply = raw(&mut other, &["EVAL", script, "1", "k", "w"]);
     assert_eq!(reply, Value::Nil);
-    assert!(started.elapsed() < Duration::from_secs(1));
+    // A wait would last as long as the holder, forever: any bound far above a reply tells.
+    assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(stat(&mut con, "waiters"), 0);
     assert_eq!(owner(&mut con, "k").as_deref(), Some("holder"));
 }

@@ -28,7 +28,7 @@ fn start_family(server: &Server, options: &[&str]) -> (Child, i32) {
     stdout.read_line(&mut line).expect("read the shell's pid");
     let pgid: i32 = line.trim().parse().expect("a pid");
     assert!(
-        poll(Duration::from_secs(5), || group(pgid).len() == 3),
+        poll(Duration::from_secs(10), || group(pgid).len() == 3),
         "the family never ran: {:?}",
         group(pgid)
     );
@@ -47,7 +47,7 @@ fn a_force_release_stops_the_whole_group() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the lock was lost"), "{stderr}");
     assert!(
-        poll(Duration::from_secs(2), || group(pgid).is_empty()),
+        poll(Duration::from_secs(10), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );
@@ -61,7 +61,7 @@ fn killing_rlock_stops_the_whole_group() {
     rlock.kill().expect("kill -9 rlock");
     rlock.wait().expect("reap rlock");
     assert!(
-        poll(Duration::from_secs(5), || group(pgid).is_empty()),
+        poll(Duration::from_secs(10), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );
@@ -90,12 +90,12 @@ fn a_command_that_ignores_sigterm_is_killed_after_the_grace() {
     stdout.read_line(&mut line).expect("read the shell's pid");
     let pgid: i32 = line.trim().parse().expect("a pid");
     let _reap = Reap(pgid);
-    assert!(poll(Duration::from_secs(5), || group(pgid).len() == 3));
+    assert!(poll(Duration::from_secs(10), || group(pgid).len() == 3));
     assert_eq!(server.cmd::<i64>(&["LOCK.FORCERELEASE", "job"]), 1);
     let status = child.wait().expect("wait for rlock");
     assert_eq!(status.code(), Some(76));
     assert!(
-        poll(Duration::from_secs(2), || group(pgid).is_empty()),
+        poll(Duration::from_secs(10), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );
@@ -127,12 +127,12 @@ fn a_waiting_run_fails_in_time_when_the_server_stops() {
     let mut child = rlock(&server, &["--timeout", "0.3", "run", "job", "--", "true"])
         .spawn()
         .expect("spawn rlock");
-    assert!(poll(Duration::from_secs(5), || server
+    assert!(poll(Duration::from_secs(10), || server
         .info("job")
         .is_some_and(|info| info.waiters == 1)));
     server.stop();
     let started = Instant::now();
-    let finished = poll(Duration::from_secs(5), || {
+    let finished = poll(Duration::from_secs(10), || {
         matches!(child.try_wait(), Ok(Some(_)))
     });
     server.resume();
@@ -182,7 +182,7 @@ fn sigterm_to_rlock_reaches_the_whole_group() {
     let out = rlock.wait_with_output().expect("wait for rlock");
     assert_eq!(out.status.code(), Some(128 + 15), "{out:?}");
     assert!(
-        poll(Duration::from_secs(2), || group(pgid).is_empty()),
+        poll(Duration::from_secs(10), || group(pgid).is_empty()),
         "survivors: {:?}",
         group(pgid)
     );

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use support::{poll, Server};
 use tool::{first_line, group, members, rlock, send, state, Reap};
 
-const WITHIN: Duration = Duration::from_secs(5);
+const WITHIN: Duration = Duration::from_secs(10);
 
 /// Starts `rlock run job OPTIONS -- sh -c SCRIPT` (SCRIPT prints `$$` first); rlock and the
 /// command's group id.

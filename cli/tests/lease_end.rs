@@ -51,7 +51,7 @@ fn a_command_that_traps_sigterm_is_dead_before_the_next_holder_starts() {
     let mut holder = rlock_at(&url, &args).spawn().expect("spawn rlock");
     let pgid: i32 = first_line(&mut holder).parse().expect("the shell's pid");
     let _reap = Reap(pgid);
-    assert!(poll(Duration::from_secs(5), || !stamps(&first).is_empty()));
+    assert!(poll(Duration::from_secs(10), || !stamps(&first).is_empty()));
 
     // The second command notes when it starts, and whether the first one's group lives.
     let starting = format!(
@@ -60,7 +60,7 @@ fn a_command_that_traps_sigterm_is_dead_before_the_next_holder_starts() {
     let args = ["run", "job", "--wait", "30s", "--", "sh", "-c", &starting];
     let next = rlock(&server, &args).spawn().expect("spawn rlock");
     let queued = || server.info("job").is_some_and(|info| info.waiters == 1);
-    assert!(poll(Duration::from_secs(5), queued), "never queued");
+    assert!(poll(Duration::from_secs(10), queued), "never queued");
     // Nor may it release: the second holder gets the lock when the lease ends on the server.
     let forbid = ["ACL", "SETUSER", "first", "-lock.renew", "-lock.release"];
     assert_eq!(server.cmd::<String>(&forbid), "OK");

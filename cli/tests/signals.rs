@@ -23,7 +23,7 @@ fn sigusr1_and_sigquit_reach_the_command_and_the_lock_is_released() {
         assert_eq!(first_line(&mut child), "started");
         assert!(server.info("job").is_some(), "not held");
         send(signal, child.id());
-        let ended = poll(Duration::from_secs(5), || {
+        let ended = poll(Duration::from_secs(10), || {
             matches!(child.try_wait(), Ok(Some(_)))
         });
         if !ended {

@@ -22,7 +22,7 @@ fn a_blocking_release_inside_a_runtime_fails_without_panicking_and_releases() {
     let err = released.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
     assert!(
-        poll(Duration::from_secs(5), || server.info("in-rt").is_none()),
+        poll(Duration::from_secs(10), || server.info("in-rt").is_none()),
         "the hold was not released in the background"
     );
     let info = rt.block_on(async { client.info("in-rt") });

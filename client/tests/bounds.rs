@@ -36,7 +36,7 @@ async fn stopped_while_waiting(
         }
     });
     let queued = || server.info("k").is_some_and(|i| i.waiters == 1);
-    assert!(eventually(Duration::from_secs(5), queued).await);
+    assert!(eventually(Duration::from_secs(10), queued).await);
     server.stop();
     let stopped = Instant::now();
     let failed = timeout(Duration::from_secs(30), waiter)

@@ -45,7 +45,7 @@ async fn a_cancelled_wait_leaves_the_queue_and_gets_nothing() {
     let waiting = timeout(Duration::from_millis(100), client.lock("queue").acquire()).await;
     assert!(waiting.is_err(), "the lock was busy");
     assert!(
-        eventually(Duration::from_secs(1), || server
+        eventually(Duration::from_secs(10), || server
             .info("queue")
             .unwrap()
             .waiters
@@ -68,7 +68,7 @@ async fn a_cancelled_wait_leaves_the_queue_and_gets_nothing() {
     let lock = client.lock("queue");
     let waiter = tokio::spawn(async move { lock.acquire().await });
     assert!(
-        eventually(Duration::from_secs(1), || server
+        eventually(Duration::from_secs(10), || server
             .info("queue")
             .unwrap()
             .waiters
@@ -102,6 +102,11 @@ async fn a_hundred_acquires_cancelled_at_random_moments_leak_no_hold() {
             holdings
         })
     };
+    // The contention is under way before the acquisitions start, however late it began.
+    let contended = eventually(Duration::from_secs(10), || {
+        server.info("contended").is_some()
+    });
+    assert!(contended.await, "the contending holder never took the lock");
     let (mut granted, mut cancelled) = (0, 0);
     for _ in 0..10 {
         let mut batch = JoinSet::new();
@@ -153,12 +158,12 @@ async fn a_hundred_acquires_cancelled_at_random_moments_leak_no_hold() {
     eprintln!("{cancelled} cancelled, {granted} granted, {holdings} contending holdings");
     assert_eq!(cancelled + granted, 100);
     assert!(cancelled > 0 && holdings > 0, "no contention happened");
-    let free = eventually(Duration::from_secs(2), || {
+    let free = eventually(Duration::from_secs(10), || {
         server.info("contended").is_none()
     });
     assert!(free.await, "a hold leaked: {:?}", server.info("contended"));
     assert!(
-        eventually(Duration::from_secs(1), || client.watchdog_stats().holdings
+        eventually(Duration::from_secs(10), || client.watchdog_stats().holdings
             == 0)
         .await
     );

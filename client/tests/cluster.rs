@@ -13,7 +13,7 @@ use support::{eventually, watched};
 use tokio::time::sleep;
 
 const LEASE: Duration = Duration::from_millis(900);
-const SOON: Duration = Duration::from_secs(5);
+const SOON: Duration = Duration::from_secs(10);
 
 async fn client(cluster: &Cluster) -> Client {
     Client::open(cluster.nodes[0].url())

@@ -35,6 +35,7 @@ fn is_master(cluster: &Cluster, i: usize) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn after_a_failover_the_client_finds_the_promoted_replica() {
     support::trace();
     // A short node timeout: the replica takes over a second or two after its master dies.
@@ -88,6 +89,7 @@ async fn after_a_failover_the_client_finds_the_promoted_replica() {
 /// replica, which hands it the lock once the failover delay has passed, after the holder
 /// knew its loss.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_waiter_whose_master_dies_gets_the_lock_from_the_promoted_replica() {
     support::trace();
     let args = [

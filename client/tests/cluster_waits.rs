@@ -10,7 +10,7 @@ use rlock_client::Client;
 use support::cluster::Cluster;
 use support::eventually;
 
-const SOON: Duration = Duration::from_secs(5);
+const SOON: Duration = Duration::from_secs(10);
 
 /// `LOCK.INFO key` on `node` after `ASKING` (the target of a migration answers `MOVED`
 /// otherwise): the owner and the queued waiters, or `None` if free.

@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rlock_client::{Client, ClientOptions, Error, Guard, LossReason};
-use support::{watched, Server};
+use support::{eventually, watched, Server};
 use tokio::time::{sleep, timeout};
 
 const LEASE: Duration = Duration::from_millis(900);
@@ -28,9 +28,11 @@ async fn renewed_guard(client: &Client, key: &str) -> Guard {
         .acquire()
         .await
         .unwrap();
-    sleep(LEASE).await;
+    let renewed = eventually(Duration::from_secs(10), || {
+        client.watchdog_stats().renewals >= 2
+    });
+    assert!(renewed.await, "not renewed");
     assert!(!guard.is_lost());
-    assert!(client.watchdog_stats().renewals >= 2, "not renewed yet");
     guard
 }
 

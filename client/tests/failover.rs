@@ -31,9 +31,10 @@ const CLIENTS: usize = 5;
 const FAILOVERS: usize = 3;
 /// How long one acquisition may wait.
 const WAIT: Duration = Duration::from_millis(2000);
-/// Bounds on the deployment's reactions (a failover takes a second or two).
-const PROMOTED_WITHIN: Duration = Duration::from_secs(30);
-const SERVED_WITHIN: Duration = Duration::from_secs(20);
+/// Bounds on the deployment's reactions (a failover takes a second or two; a sentinel whose
+/// timer was held up 2 s on a loaded machine enters TILT mode and does nothing for 30 s).
+const PROMOTED_WITHIN: Duration = Duration::from_secs(90);
+const SERVED_WITHIN: Duration = Duration::from_secs(60);
 
 /// A resource that remembers the highest fencing token it saw and refuses lower ones.
 #[derive(Default)]
@@ -185,6 +186,7 @@ fn delay_remaining(server: &support::Server) -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn clients_follow_each_new_master_with_fencing_and_no_overlap() {
     support::trace();
     let mut deployment = block_in_place(|| Deployment::start(&SERVER_ARGS));

@@ -155,7 +155,7 @@ async fn a_busy_member_leaves_nothing_held() {
     // The wait is on the server: a release hands c over to a waiting MultiLock.
     let waiting = tokio::spawn(async move { multi.acquire().await });
     assert!(
-        support::eventually(Duration::from_secs(5), || pair.servers[1]
+        support::eventually(Duration::from_secs(10), || pair.servers[1]
             .info("c")
             .unwrap()
             .waiters

@@ -131,7 +131,7 @@ async fn with_one_of_three_down_locks_are_granted_renewed_and_handed_over() {
     let second = lock.clone();
     let waiting = tokio::spawn(async move { second.acquire().await });
     let queued = || servers[1].info("job").is_some_and(|i| i.waiters == 1);
-    assert!(support::eventually(Duration::from_secs(5), queued).await);
+    assert!(support::eventually(Duration::from_secs(10), queued).await);
     let first_token = guard.token();
     guard.release().await.unwrap();
     let next = timeout(Duration::from_secs(5), waiting)

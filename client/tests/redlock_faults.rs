@@ -31,7 +31,7 @@ async fn survives_the_death_of(victim: usize) {
     let waiting = tokio::spawn(async move { second.acquire().await });
     let queued = || servers[0].info("job").is_some_and(|i| i.waiters == 1);
     assert!(
-        eventually(Duration::from_secs(5), queued).await,
+        eventually(Duration::from_secs(10), queued).await,
         "queued on the gate"
     );
     first.release().await.unwrap();
@@ -40,7 +40,7 @@ async fn survives_the_death_of(victim: usize) {
     // It takes the third server too, which is free (not asserted here: the point is below).
     let all: Vec<&Server> = servers.iter().collect();
     let everywhere = || held_by_all(&all, guard.owner());
-    eventually(Duration::from_secs(2), everywhere).await;
+    eventually(Duration::from_secs(10), everywhere).await;
     servers[victim].kill();
     tokio::time::sleep(lease * 3).await;
     assert!(
@@ -141,11 +141,11 @@ async fn a_member_lost_to_a_stopped_server_is_taken_back() {
     let lock = RedLock::new(clients(&servers).await, "job").unwrap();
     let guard = lock.options(watched(lease)).acquire().await.unwrap();
     let everywhere = || guard.held_on() == 3;
-    assert!(eventually(Duration::from_secs(5), everywhere).await);
+    assert!(eventually(Duration::from_secs(10), everywhere).await);
     servers[0].stop();
     let lost_one = || guard.held_on() == 2;
     assert!(
-        eventually(Duration::from_secs(5), lost_one).await,
+        eventually(Duration::from_secs(10), lost_one).await,
         "the member is lost"
     );
     servers[0].resume();

@@ -1,8 +1,9 @@
-//! A stress test of RedLock with cancellation between rounds (issue #19, acceptance 1):
-//! contenders cancel their acquisitions at random moments (a `timeout` of 0.2 to 30 ms
-//! around `acquire()`), and whenever one holds, it checks on every server that a majority
-//! shows it as the holder while it believes it holds, and that no other guard believes so
-//! at the same time. 0 violations.
+//! A stress test of RedLock with cancelled acquisitions: contenders cancel their
+//! acquisitions at random moments (a `timeout` of 0.2 to 30 ms around `acquire()`), and
+//! whenever one holds, it checks on every server that a majority shows it as the holder
+//! while it believes it holds, and that no other guard believes so at the same time. It
+//! runs to a count of checks and of cancelled acquisitions, however long they take (the
+//! time limit only catches a hang), and prints how fast it went. 0 violations.
 
 mod redlock_support;
 mod support;
@@ -16,9 +17,10 @@ use rlock_client::{GroupSignal, RedLock};
 use support::{watched, Server};
 
 const TASKS: u64 = 4;
-/// Checks to reach, or as many as fit in `BUDGET`.
-const CHECKS: u64 = 5_000;
-const BUDGET: Duration = Duration::from_secs(20);
+/// Cancelled acquisitions to reach (and a number of checks each test gives).
+const CANCELS: u64 = 100;
+/// Far more than the counts take on a slow, loaded machine: only a hang reaches it.
+const HANG_LIMIT: Duration = Duration::from_secs(600);
 
 /// A small xorshift generator, seeded from the printed seed.
 struct Rng(u64);
@@ -34,12 +36,19 @@ impl Rng {
 
 #[derive(Default)]
 struct Tally {
+    /// The checks to reach.
+    target: u64,
     checks: AtomicU64,
     violations: AtomicU64,
     cancelled: AtomicU64,
 }
 
 impl Tally {
+    fn done(&self) -> bool {
+        self.checks.load(Ordering::SeqCst) >= self.target
+            && self.cancelled.load(Ordering::SeqCst) >= CANCELS
+    }
+
     fn violation(&self, what: &str) {
         self.violations.fetch_add(1, Ordering::SeqCst);
         eprintln!("VIOLATION: {what}");
@@ -65,7 +74,7 @@ fn servers_not_holding(servers: &[Server], owner: &str) -> usize {
     })
 }
 
-/// Loops until the budget or the checks are used up: acquisitions cancelled at random
+/// Loops until the checks and the cancellations are counted: acquisitions cancelled at random
 /// moments; each holding checks that no majority of servers shows another holder while it
 /// believes it holds, and that the holder before it no longer believed so.
 async fn contend(
@@ -76,9 +85,8 @@ async fn contend(
     tally: Arc<Tally>,
 ) {
     let mut rng = Rng(seed | 1);
-    let started = Instant::now();
     let (quorum, n) = (lock.quorum(), servers.len());
-    while tally.checks.load(Ordering::SeqCst) < CHECKS && started.elapsed() < BUDGET {
+    while !tally.done() {
         let limit = Duration::from_micros(200 + rng.below(30_000));
         let Ok(acquired) = tokio::time::timeout(limit, lock.acquire()).await else {
             tally.cancelled.fetch_add(1, Ordering::SeqCst);
@@ -119,14 +127,20 @@ async fn stop_in_turn(servers: Arc<Vec<Server>>, done: Arc<AtomicBool>) {
     }
 }
 
-async fn stress(n: usize, stopping: bool) {
+async fn stress(n: usize, stopping: bool, checks: u64) {
     let servers = Arc::new(in_canonical_order(n).await);
     let seed = std::env::var("RLOCK_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(now_us);
     eprintln!("seed {seed} (RLOCK_TEST_SEED to replay)");
-    let (current, tally) = (Arc::new(Mutex::new(None)), Arc::new(Tally::default()));
+    let (current, tally) = (
+        Arc::new(Mutex::new(None)),
+        Arc::new(Tally {
+            target: checks,
+            ..Tally::default()
+        }),
+    );
     let done = Arc::new(AtomicBool::new(false));
     // Clients are opened before the servers stop: opening fails within its connect timeout.
     let mut locks = Vec::new();
@@ -146,10 +160,20 @@ async fn stress(n: usize, stopping: bool) {
         );
         tasks.push(tokio::spawn(job));
     }
+    let started = Instant::now();
     for task in tasks {
-        let ended = tokio::time::timeout(BUDGET * 3, task).await;
-        ended.expect("a contender is stuck").expect("a contender");
+        let ended = tokio::time::timeout_at((started + HANG_LIMIT).into(), task).await;
+        let (checks, cancelled) = (
+            tally.checks.load(Ordering::SeqCst),
+            tally.cancelled.load(Ordering::SeqCst),
+        );
+        ended
+            .unwrap_or_else(|_| {
+                panic!("hung: {checks} checks, {cancelled} cancelled in {HANG_LIMIT:?}")
+            })
+            .expect("a contender");
     }
+    let took = started.elapsed();
     done.store(true, Ordering::SeqCst);
     if let Some(chaos) = chaos {
         chaos.await.expect("the stopping task");
@@ -159,22 +183,22 @@ async fn stress(n: usize, stopping: bool) {
         tally.violations.load(Ordering::SeqCst),
     );
     let cancelled = tally.cancelled.load(Ordering::SeqCst);
+    let per_second = checks as f64 / took.as_secs_f64();
     eprintln!(
-        "{n} servers: {checks} checks, {violations} violations, {cancelled} cancelled acquisitions"
+        "{n} servers: {checks} checks, {violations} violations, {cancelled} cancelled \
+         acquisitions in {took:.1?} ({per_second:.0} checks/s)"
     );
     assert_eq!(violations, 0, "{violations} violations in {checks} checks");
-    assert!(
-        checks >= 500 && cancelled >= 100,
-        "too little happened: {checks} checks, {cancelled} cancelled"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn cancelled_redlock_acquisitions_never_leave_two_holders() {
-    stress(3, false).await;
+    stress(3, false, 5_000).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn cancelled_redlock_acquisitions_with_servers_stopped_in_turn_never_leave_two_holders() {
-    stress(3, true).await;
+    stress(3, true, 1_000).await;
 }

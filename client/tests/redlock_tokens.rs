@@ -112,7 +112,7 @@ async fn a_newcomer_does_not_overtake_a_contender_queued_on_the_gate() {
     let queued = RedLock::new(clients(&servers).await, "job").unwrap();
     let waiting = tokio::spawn(async move { queued.acquire().await });
     let on_gate = || servers[0].info("job").is_some_and(|i| i.waiters == 1);
-    assert!(support::eventually(Duration::from_secs(5), on_gate).await);
+    assert!(support::eventually(Duration::from_secs(10), on_gate).await);
     // The other servers become free; the gate stays busy, with the contender queued.
     for server in &servers[1..] {
         let _: i64 = server.cmd(&["LOCK.FORCERELEASE", "job"]);

@@ -130,7 +130,7 @@ async fn a_majority_won_with_little_validity_left_is_not_returned() {
     let waiting = tokio::spawn(async move { contender.try_acquire(Duration::from_secs(10)).await });
     let gate_held = || servers[0].info("job").is_some_and(|i| i.owner != "other:1");
     assert!(
-        eventually(Duration::from_secs(5), gate_held).await,
+        eventually(Duration::from_secs(10), gate_held).await,
         "the gate is held"
     );
     // When the gate has about 60 ms left, the others are freed: handed to the RedLock.
@@ -139,7 +139,7 @@ async fn a_majority_won_with_little_validity_left_is_not_returned() {
             .info("job")
             .is_some_and(|i| (0..=60).contains(&i.ttl))
     };
-    assert!(eventually(Duration::from_secs(5), nearly_over).await);
+    assert!(eventually(Duration::from_secs(10), nearly_over).await);
     for server in &servers[1..] {
         let _: i64 = server.cmd(&["LOCK.FORCERELEASE", "job"]);
     }
@@ -177,7 +177,7 @@ async fn a_gate_holder_keeps_the_gate_while_the_others_are_held_longer_than_a_le
             .all(|s| s.info("job").is_some_and(|i| i.waiters == 1))
     };
     assert!(
-        eventually(Duration::from_secs(5), queued).await,
+        eventually(Duration::from_secs(10), queued).await,
         "the first holds the gate"
     );
     let gate_owner = || servers[0].info("job").map(|i| i.owner);
@@ -185,7 +185,7 @@ async fn a_gate_holder_keeps_the_gate_while_the_others_are_held_longer_than_a_le
     let second = tokio::spawn(async move { second.acquire().await.map(|g| (Instant::now(), g)) });
     let behind = || servers[0].info("job").is_some_and(|i| i.waiters >= 1);
     assert!(
-        eventually(Duration::from_secs(5), behind).await,
+        eventually(Duration::from_secs(10), behind).await,
         "the second queues on the gate"
     );
     // Three leases: an old round would have given the gate up twice.

@@ -143,8 +143,11 @@ fn blocking_threads_take_turns_and_see_loss() {
         let client = client.clone();
         std::thread::spawn(move || client.lock("turns").acquire().map(|g| g.release()))
     };
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(server.info("turns").unwrap().waiters, 1);
+    let queued = || server.info("turns").unwrap().waiters == 1;
+    assert!(
+        support::poll(Duration::from_secs(10), queued),
+        "the waiter never queued"
+    );
     held.release().unwrap();
     assert_eq!(waiter.join().unwrap().unwrap().unwrap(), 0);
 

@@ -112,7 +112,10 @@ async fn a_waiter_whose_server_stops_fails_in_time_and_leaks_nothing() {
     let lock = client.lock("k");
     let waiter = tokio::spawn(async move { lock.acquire().await });
     assert!(
-        eventually(Duration::from_secs(2), || server.info("k").unwrap().waiters
+        eventually(Duration::from_secs(10), || server
+            .info("k")
+            .unwrap()
+            .waiters
             == 1)
         .await
     );
@@ -129,7 +132,7 @@ async fn a_waiter_whose_server_stops_fails_in_time_and_leaks_nothing() {
     server.resume();
     server.cmd::<u64>(&["LOCK.RELEASE", "k", "someone"]);
     assert!(
-        eventually(Duration::from_secs(2), || server.info("k").is_none()).await,
+        eventually(Duration::from_secs(10), || server.info("k").is_none()).await,
         "the abandoned waiter got the lock: {:?}",
         server.info("k")
     );
@@ -248,7 +251,7 @@ async fn acquisitions_retry_on_a_fresh_connection_after_the_server_closed_them()
     );
     let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(5)).await });
     assert!(
-        eventually(Duration::from_secs(3), || server
+        eventually(Duration::from_secs(10), || server
             .info("busy")
             .unwrap()
             .waiters
@@ -272,14 +275,14 @@ async fn a_waiter_on_a_demoted_node_queues_again_within_its_limit() {
     let lock = client.lock("k");
     let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(10)).await });
     assert!(
-        eventually(Duration::from_secs(2), || node.info("k").unwrap().waiters
+        eventually(Duration::from_secs(10), || node.info("k").unwrap().waiters
             == 1)
         .await
     );
     let started = Instant::now();
     node.cmd::<String>(&["REPLICAOF", "127.0.0.1", &other.port().to_string()]);
     assert!(
-        eventually(Duration::from_secs(5), || node.errors("READONLY") >= 1).await,
+        eventually(Duration::from_secs(10), || node.errors("READONLY") >= 1).await,
         "the waiter did not try again (answered READONLY)"
     );
     node.cmd::<String>(&["REPLICAOF", "NO", "ONE"]);
@@ -310,7 +313,7 @@ async fn a_waiter_on_a_node_that_stays_a_replica_fails_with_readonly_in_time() {
     let limit = Duration::from_secs(2);
     let waiter = tokio::spawn(async move { lock.try_acquire(limit).await });
     assert!(
-        eventually(Duration::from_secs(2), || node.info("k").unwrap().waiters
+        eventually(Duration::from_secs(10), || node.info("k").unwrap().waiters
             == 1)
         .await
     );

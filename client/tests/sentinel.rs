@@ -11,7 +11,9 @@ use rlock_client::{Client, Error};
 use support::sentinel::Deployment;
 use tokio::task::block_in_place;
 
-const SOON: Duration = Duration::from_secs(30);
+/// A failover takes seconds; a sentinel whose timer was held up 2 s (a disk stalled on its
+/// config file) enters TILT mode and does nothing for 30 s more.
+const SOON: Duration = Duration::from_secs(90);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sentinel_url_opens_on_the_master() {
@@ -48,6 +50,7 @@ async fn a_sentinel_url_opens_on_the_master() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn after_a_failover_the_next_commands_go_to_the_new_master() {
     support::trace();
     let deployment = block_in_place(|| Deployment::start(&[]));
@@ -109,6 +112,7 @@ fn sentinel_conn(port: u16) -> redis::Connection {
 /// it within about a second once its replicas follow the new master, and the failover delay
 /// covers that second plus the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
     support::trace();
     let args = [
@@ -179,6 +183,7 @@ async fn a_waiter_on_a_demoted_master_queues_again_on_the_new_one() {
 /// A master that dies under a waiter: the waiter's connection breaks, and it queues again
 /// on the master the sentinels promote, instead of failing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_waiter_whose_master_dies_queues_again_on_the_new_one() {
     support::trace();
     // A failover delay that covers the holder's lease, short for the test.

@@ -11,10 +11,10 @@ use rlock_client::{Client, Guard, Owner};
 use support::Server;
 use tokio::time::timeout;
 
-/// How many checks the stress test makes (at least `MIN_CHECKS`), and how long it may run.
+/// How many checks the stress test makes, however long they take.
 const CHECKS: u64 = 10_000;
-const MIN_CHECKS: u64 = 5_000;
-const RUN_FOR: Duration = Duration::from_secs(18);
+/// Far more than the checks take on a slow, loaded machine: only a hang reaches it.
+const HANG_LIMIT: Duration = Duration::from_secs(600);
 
 /// A small xorshift generator: random moments without a dependency.
 struct Rng(u64);
@@ -44,7 +44,6 @@ struct Race {
     client: Client,
     checks: AtomicU64,
     violations: AtomicU64,
-    until: Instant,
 }
 
 impl Race {
@@ -66,7 +65,7 @@ impl Race {
     }
 
     fn done(&self) -> bool {
-        Instant::now() >= self.until || self.checks.load(Ordering::Relaxed) >= CHECKS
+        self.checks.load(Ordering::Relaxed) >= CHECKS
     }
 }
 
@@ -111,6 +110,7 @@ async fn checking(race: Arc<Race>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn a_cancelled_wait_never_frees_another_acquisition_of_its_owner() {
     support::trace();
     let server = Server::start();
@@ -120,7 +120,6 @@ async fn a_cancelled_wait_never_frees_another_acquisition_of_its_owner() {
         client: client.clone(),
         checks: AtomicU64::new(0),
         violations: AtomicU64::new(0),
-        until: Instant::now() + RUN_FOR,
     });
     let started = Instant::now();
     let mut tasks = vec![
@@ -130,16 +129,17 @@ async fn a_cancelled_wait_never_frees_another_acquisition_of_its_owner() {
         tokio::spawn(contending(server.client().await, race.clone())),
     ];
     for task in tasks.drain(..) {
-        task.await.unwrap();
+        let ended = tokio::time::timeout_at((started + HANG_LIMIT).into(), task).await;
+        let checks = race.checks.load(Ordering::Relaxed);
+        let hung = || panic!("hung: {checks} checks in {HANG_LIMIT:?}");
+        ended.unwrap_or_else(|_| hung()).unwrap();
     }
     let checks = race.checks.load(Ordering::Relaxed);
     let violations = race.violations.load(Ordering::Relaxed);
-    eprintln!(
-        "{checks} checks, {violations} violations in {:?}",
-        started.elapsed()
-    );
+    let took = started.elapsed();
+    let per_second = checks as f64 / took.as_secs_f64();
+    eprintln!("{checks} checks, {violations} violations in {took:.1?} ({per_second:.0} checks/s)");
     assert_eq!(violations, 0, "in {checks} checks");
-    assert!(checks >= MIN_CHECKS, "too few checks: {checks}");
     client.close().await.unwrap();
 }
 
@@ -152,19 +152,16 @@ async fn a_try_behind_a_queued_wait_of_its_owner_is_busy_at_once() {
     let waiting = me.lock("busy");
     let waiter = tokio::spawn(async move { waiting.acquire().await });
     assert!(
-        support::eventually(Duration::from_secs(5), || server
+        support::eventually(Duration::from_secs(10), || server
             .info("busy")
             .is_some_and(|i| i.waiters == 1))
         .await
     );
-    let started = Instant::now();
-    let tried = me.lock("busy").try_acquire(Duration::ZERO).await.unwrap();
+    // Its turn never comes while `held` is held: a try that waited for it would hang.
+    let lock = me.lock("busy");
+    let tried = timeout(Duration::from_secs(10), lock.try_acquire(Duration::ZERO)).await;
+    let tried = tried.expect("the try waited for its turn").unwrap();
     assert!(tried.is_none(), "the lock is busy");
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "waited {:?} for its turn",
-        started.elapsed()
-    );
     held.release().await.unwrap();
     let first = waiter.await.unwrap().unwrap();
     // Now the owner holds it: a try reenters.

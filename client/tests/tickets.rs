@@ -198,11 +198,13 @@ async fn many_waits_over_two_connections(locks: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn ten_thousand_waits_on_one_lock_take_two_connections_and_are_granted_in_order() {
     many_waits_over_two_connections(1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: make test-all"]
 async fn ten_thousand_waits_on_a_thousand_locks_take_two_connections_and_are_granted_in_order() {
     many_waits_over_two_connections(1_000).await;
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::support::sentinel::Deployment;
 use super::support::{info_field, int, wait_until, Server};
 use super::wire::{Reply, Wire};
-use super::{assert_alive, enqueue, SETTLE};
+use super::{assert_alive, enqueue, rlock_info, SETTLE};
 
 /// Sentinel's guidance for a fenced deployment: a master without a replica accepts no
 /// write, and a promoted replica grants nothing of what it does not have for a while.
@@ -76,6 +76,7 @@ fn rounds() -> usize {
 }
 
 #[test]
+#[ignore = "long: make test-all"]
 fn a_live_master_failed_over_by_sentinel_grants_and_renews_nothing_after_it_resumes() {
     let mut deployment = Deployment::start(&FENCED);
     let mut master = 0;
@@ -83,12 +84,18 @@ fn a_live_master_failed_over_by_sentinel_grants_and_renews_nothing_after_it_resu
         let (held, ending) = (format!("held{round}"), format!("ending{round}"));
         let server = &deployment.servers[master];
         let mut con = server.conn();
+        // A master promoted in the round before grants no fresh holding for its delay.
+        let delay_over = wait_until(Duration::from_secs(30), || {
+            rlock_info(&mut con, "rlock_failover_delay_remaining") == 0
+        });
+        assert!(delay_over, "round {round}: the failover delay never ended");
         int(&mut con, &["LOCK.ACQUIRE", &held, "a", "LEASE", "60000"]);
         int(&mut con, &["LOCK.ACQUIRE", &ending, "b", "LEASE", "1500"]);
         let mut waiter = enqueue(server, &ending, &["c", "WAIT", "0"]);
         let mut renewal = Wire::connect(server);
         server.signal("STOP");
-        let new = deployment.await_new_master(master, Duration::from_secs(30));
+        // Seconds, or 30 s more if a sentinel held up on a loaded machine enters TILT mode.
+        let new = deployment.await_new_master(master, Duration::from_secs(90));
         let new = new.unwrap_or_else(|| {
             deployment.servers[master].signal("CONT");
             panic!("round {round}: no failover:\n{}", deployment.logs())

@@ -92,7 +92,7 @@ impl Deployment {
             .unwrap_or(Value::Nil);
         let offset = info_field(&mut master, "replication", "master_repl_offset");
         let mut replica = self.nodes[to].conn();
-        let caught_up = wait_until(Duration::from_secs(3), || {
+        let caught_up = wait_until(Duration::from_secs(10), || {
             info_field(&mut replica, "replication", "slave_repl_offset") == offset
         });
         let port = self.nodes[to].port;

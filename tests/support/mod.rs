@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use redis::{ConnectionLike, Value};
 
 /// How long a server may take to answer its first command.
-const STARTUP_LIMIT: Duration = Duration::from_secs(5);
+const STARTUP_LIMIT: Duration = Duration::from_secs(30);
 /// How long a replica may take to finish its first sync.
 const SYNC_LIMIT: Duration = Duration::from_secs(10);
 /// The pause between two polls of [`wait_until`].

@@ -52,7 +52,7 @@ impl Sentinel {
                 panic!("cannot start {REDIS_SENTINEL} (apt-get install redis-sentinel): {e}")
             });
         let sentinel = Sentinel { child, port, dir };
-        let ready = wait_until(Duration::from_secs(5), || {
+        let ready = wait_until(Duration::from_secs(10), || {
             sentinel.query::<String>(&["PING"]).is_some()
         });
         assert!(ready, "sentinel not ready:\n{}", sentinel.log());

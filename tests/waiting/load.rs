@@ -36,7 +36,7 @@ fn queue_in_order(server: &Server, con: &mut redis::Connection, key: &str, n: us
         let mut w = Wire::connect(server);
         w.send(&["LOCK.ACQUIRE", key, &format!("w{i}"), "WAIT", "0"]);
         let expected = i as i64 + 1;
-        let reached = poll(Duration::from_secs(5), || queued(con, key) == expected);
+        let reached = poll(Duration::from_secs(10), || queued(con, key) == expected);
         assert!(reached, "waiter {i} was never queued");
         waiters.push(w);
     }

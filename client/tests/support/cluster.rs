@@ -16,16 +16,25 @@ impl Server {
         Server::start_cluster_node_with(&[])
     }
 
-    /// A Redis Cluster node with the rlock module loaded and `extra` arguments.
+    /// A Redis Cluster node with the rlock module loaded and `extra` arguments. Its bus
+    /// port is a free port of its own (not port + 10000, which any connection's local port
+    /// may hold); a port found free can be taken before the node binds it: three tries.
     pub fn start_cluster_node_with(extra: &[&str]) -> Server {
-        let port = free_port();
-        let dir = temp_dir(port);
-        let config = dir.join(format!("nodes-{port}.conf"));
-        let config = config.to_string_lossy().into_owned();
-        let module = built_module();
-        let args = ["--loadmodule", &module, "--cluster-enabled", "yes"];
-        let file = ["--cluster-config-file", &config];
-        Server::spawn_at(port, dir, &[&args[..], &file, extra].concat())
+        let mut failure = String::new();
+        for _ in 0..3 {
+            let (port, bus) = (free_port(), free_port().to_string());
+            let dir = temp_dir(port);
+            let config = dir.join(format!("nodes-{port}.conf"));
+            let config = config.to_string_lossy().into_owned();
+            let module = built_module();
+            let args = ["--loadmodule", &module, "--cluster-enabled", "yes"];
+            let file = ["--cluster-config-file", &config, "--cluster-port", &bus];
+            match Server::try_spawn_at(port, dir, &[&args[..], &file, extra].concat()) {
+                Ok(server) => return server,
+                Err(why) => failure = why,
+            }
+        }
+        panic!("{failure}");
     }
 
     /// This cluster node's id.

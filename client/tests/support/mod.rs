@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use rlock_client::{Client, LockOptions};
 
 const REDIS_SERVER: &str = "/usr/bin/redis-server";
-const READY_WITHIN: Duration = Duration::from_secs(5);
+const READY_WITHIN: Duration = Duration::from_secs(30);
 
 /// `LOCK.INFO`'s fields.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

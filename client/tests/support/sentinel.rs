@@ -60,7 +60,7 @@ impl Sentinel {
             port,
             dir,
         };
-        let ready = poll(Duration::from_secs(5), || {
+        let ready = poll(Duration::from_secs(10), || {
             sentinel.try_cmd::<String>(&["PING"]).is_some()
         });
         assert!(ready, "sentinel not ready:\n{}", sentinel.log());
