@@ -20,8 +20,9 @@
 //!
 //! Nothing is kept without bound. A wait is in the map until its outcome or its cancel; a
 //! cancelled one until its outcome, the cancel's answer, or the connection's loss. An
-//! outcome nobody claimed is kept for a claim to come, [`MAX_UNCLAIMED`] of them at most,
-//! the oldest dropped first: a wait's claim follows its `LOCK.WAIT` reply within the
+//! outcome nobody claimed is kept for a claim to come, [`MAX_UNCLAIMED`] grants and as many
+//! other outcomes at most, the oldest of its kind dropped first, so that a flood of a
+//! stranger's timed-out or refused outcomes never pushes out a grant: a wait's claim follows its `LOCK.WAIT` reply within the
 //! response timeout, so only a wait whose reply was lost (its connection is given up then,
 //! and the acquisition checks the lock and adopts such a grant) or a stranger's `TO` leaves
 //! one unclaimed. A grant so dropped is not released here: a grant message carries no key
@@ -78,8 +79,10 @@ pub(crate) const MAX_UNCLAIMED: usize = 1024;
 pub(crate) struct Mailbox {
     /// By wait id: where its outcome goes, its key and owner.
     waits: HashMap<u64, (oneshot::Sender<Outcome>, String, String)>,
-    /// By wait id; ids grow, so the first is the oldest.
-    early: BTreeMap<u64, Outcome>,
+    /// Grants nobody claimed yet, by wait id; ids grow, so the first is the oldest.
+    early_grants: BTreeMap<u64, Outcome>,
+    /// Every other outcome nobody claimed yet, likewise.
+    early_others: BTreeMap<u64, Outcome>,
     cancelled: HashMap<u64, (String, String)>,
     lost: Option<Loss>,
 }
@@ -87,7 +90,11 @@ pub(crate) struct Mailbox {
 impl Mailbox {
     /// Claims the outcome of wait `id`, a wait for `key` by `owner`.
     pub(crate) fn claim(&mut self, id: u64, key: &str, owner: &str) -> Claim {
-        if let Some(outcome) = self.early.remove(&id) {
+        if let Some(outcome) = self
+            .early_grants
+            .remove(&id)
+            .or_else(|| self.early_others.remove(&id))
+        {
             return Claim::Ended(outcome);
         }
         if let Some(loss) = self.lost {
@@ -115,9 +122,13 @@ impl Mailbox {
                 _ => None,
             };
         }
-        self.early.insert(id, outcome);
-        if self.early.len() > MAX_UNCLAIMED {
-            if let Some((id, outcome)) = self.early.pop_first() {
+        let early = match outcome {
+            Outcome::Granted(_) => &mut self.early_grants,
+            _ => &mut self.early_others,
+        };
+        early.insert(id, outcome);
+        if early.len() > MAX_UNCLAIMED {
+            if let Some((id, outcome)) = early.pop_first() {
                 tracing::warn!(
                     id,
                     ?outcome,

@@ -87,9 +87,9 @@ fn outcomes_nobody_claims_are_kept_up_to_a_bound_the_oldest_dropped_first() {
     for id in 1..=many {
         assert_eq!(mailbox.route(id, Outcome::Granted(id + 1_000)), None);
     }
-    assert_eq!(mailbox.early.len(), MAX_UNCLAIMED);
+    assert_eq!(mailbox.early_grants.len(), MAX_UNCLAIMED);
     let newest = many - MAX_UNCLAIMED as u64 + 1;
-    assert_eq!(mailbox.early.keys().next(), Some(&newest));
+    assert_eq!(mailbox.early_grants.keys().next(), Some(&newest));
     match mailbox.claim(many, "k", "o") {
         Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(many + 1_000)),
         Claim::Waiting(_) => panic!("a recent outcome was dropped"),
@@ -98,6 +98,27 @@ fn outcomes_nobody_claims_are_kept_up_to_a_bound_the_oldest_dropped_first() {
         matches!(mailbox.claim(1, "k", "o"), Claim::Waiting(_)),
         "the oldest was kept"
     );
+}
+
+#[test]
+fn a_flood_of_other_outcomes_never_drops_a_grant_that_came_before_its_claim() {
+    // A stranger's `LOCK.WAIT ... WAIT 1 TO <this connection>`, many times over, mails
+    // timed-out outcomes here; a grant of this client's that came before its claim must
+    // still reach it, or its lock stays held with nobody to release it.
+    let mut mailbox = Mailbox::default();
+    assert_eq!(mailbox.route(7, Outcome::Granted(70)), None);
+    for id in 8..8 + MAX_UNCLAIMED as u64 * 3 {
+        let outcome = match id % 3 {
+            0 => Outcome::TimedOut,
+            _ => Outcome::Refused("CANCELLED the wait was cancelled by LOCK.CANCEL".into()),
+        };
+        assert_eq!(mailbox.route(id, outcome), None);
+    }
+    assert!(mailbox.early_others.len() <= MAX_UNCLAIMED);
+    match mailbox.claim(7, "k", "o") {
+        Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(70)),
+        Claim::Waiting(_) => panic!("the flood dropped the grant"),
+    }
 }
 
 #[test]
