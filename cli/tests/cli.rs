@@ -63,7 +63,7 @@ fn the_command_exit_status_comes_through_and_the_lock_is_released() {
 #[test]
 fn a_wait_that_runs_out_exits_75_naming_the_holder() {
     let server = Server::start();
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "backup-host:42"]);
+    server.hold("job", "backup-host:42", &[]);
     let started = Instant::now();
     let args = ["run", "job", "--wait", "300ms", "--", "echo", "ran"];
     let out = run(&server, &args);
@@ -82,7 +82,7 @@ fn a_wait_that_runs_out_exits_75_naming_the_holder() {
 #[test]
 fn a_waiting_run_starts_when_the_lock_is_released() {
     let server = Server::start();
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "first"]);
+    server.hold("job", "first", &[]);
     let args = [
         "run",
         "job",

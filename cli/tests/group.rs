@@ -123,7 +123,7 @@ fn run_against_a_stopped_server_fails_in_time() {
 #[test]
 fn a_waiting_run_fails_in_time_when_the_server_stops() {
     let server = Server::start();
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "someone"]);
+    server.hold("job", "someone", &[]);
     let mut child = rlock(&server, &["--timeout", "0.3", "run", "job", "--", "true"])
         .spawn()
         .expect("spawn rlock");

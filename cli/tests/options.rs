@@ -97,7 +97,7 @@ fn connection_options_go_before_or_after_the_subcommand() {
         assert!(out.status.success(), "{args:?}: {out:?}");
         assert_eq!(text(&out.stdout), "ran\n", "{args:?}");
     }
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "someone"]);
+    server.hold("job", "someone", &[]);
     for args in [
         ["info", "job", "--url", &url],
         ["info", "--url", &url, "job"],

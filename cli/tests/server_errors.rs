@@ -78,7 +78,7 @@ fn a_port_without_a_server_is_named() {
 #[test]
 fn a_server_that_goes_down_during_a_wait_is_named() {
     let mut server = Server::start();
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "job", "someone"]);
+    server.hold("job", "someone", &[]);
     let args = ["run", "job", "--wait", "30s", "--", "echo", "ran"];
     let mut child = rlock(&server, &args).spawn().expect("spawn rlock");
     let queued = || server.info("job").is_some_and(|info| info.waiters == 1);

@@ -34,7 +34,7 @@ async fn a_thousand_waits_on_a_cluster_node_take_three_connections_and_are_grant
     let key = format!("{{{}}}:many", cluster.key_on(1, "pull"));
     let node = &cluster.nodes[1];
     let before = connections(node);
-    node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder", "LEASE", "600000"]);
+    node.hold(&key, "holder", &["LEASE", "600000"]);
     let client = Client::open(cluster.nodes[0].url()).await.unwrap();
     let granted = Arc::new(Mutex::new(Vec::new()));
     let mut waits = JoinSet::new();
@@ -78,7 +78,7 @@ async fn cancelled_waits_on_a_cluster_node_leave_nothing_behind() {
     let node = &cluster.nodes[2];
     let client = Client::open(cluster.nodes[0].url()).await.unwrap();
     for round in 0..ROUNDS {
-        node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder"]);
+        node.hold(&key, "holder", &[]);
         let lock = client.lock(key.as_str());
         let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
         let wait = tokio::spawn(async move {

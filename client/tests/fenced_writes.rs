@@ -55,7 +55,7 @@ async fn a_holder_whose_lock_was_taken_cannot_write_and_its_guard_is_lost() {
     // The holding ends on the server while the guard's deadline is far away: another
     // holder takes the lock and writes.
     assert_eq!(server.cmd::<i64>(&["LOCK.FORCERELEASE", "lock:{o}"]), 1);
-    server.cmd::<i64>(&["LOCK.ACQUIRE", "lock:{o}", "other"]);
+    server.hold("lock:{o}", "other", &[]);
     server.cmd::<i64>(&["HSET", "{o}:d", "f", "new"]);
     assert!(!guard.is_lost(), "the client cannot know yet");
     assert!(is_lost(&guard.fenced(&hset("{o}:d", "f", "stale")).await));

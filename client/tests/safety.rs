@@ -108,7 +108,7 @@ async fn an_acquisition_confirmed_by_replicas_on_a_stopped_server_fails_in_time(
 async fn a_waiter_whose_server_stops_fails_in_time_and_leaks_nothing() {
     let server = Server::start();
     let client = Client::open_with(server.url(), quick()).await.unwrap();
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "k", "someone"]);
+    server.hold("k", "someone", &[]);
     let lock = client.lock("k");
     let waiter = tokio::spawn(async move { lock.acquire().await });
     assert!(
@@ -235,7 +235,7 @@ async fn a_renewal_refused_as_readonly_is_a_loss_at_once() {
 async fn acquisitions_retry_on_a_fresh_connection_after_the_server_closed_them() {
     let server = Server::start();
     let client = server.client().await;
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "busy", "someone"]);
+    server.hold("busy", "someone", &[]);
     let lock = client.lock("busy");
     // One wait, ended at its limit: its wait connection stays open.
     assert!(lock
@@ -271,7 +271,7 @@ async fn a_waiter_on_a_demoted_node_queues_again_within_its_limit() {
     let node = Server::start_with(&["--rlock.failover-delay", "0"]);
     let other = Server::start();
     let client = node.client().await;
-    node.cmd::<u64>(&["LOCK.ACQUIRE", "k", "someone"]);
+    node.hold("k", "someone", &[]);
     let lock = client.lock("k");
     let waiter = tokio::spawn(async move { lock.try_acquire(Duration::from_secs(10)).await });
     assert!(
@@ -308,7 +308,7 @@ async fn a_waiter_on_a_node_that_stays_a_replica_fails_with_readonly_in_time() {
     let node = Server::start();
     let other = Server::start();
     let client = node.client().await;
-    node.cmd::<u64>(&["LOCK.ACQUIRE", "k", "someone"]);
+    node.hold("k", "someone", &[]);
     let lock = client.lock("k");
     let limit = Duration::from_secs(2);
     let waiter = tokio::spawn(async move { lock.try_acquire(limit).await });

@@ -49,7 +49,7 @@ async fn waiters_are_served_in_order_at_the_release_when_the_server_closes_an_id
     let key = format!("{{{}}}:idle", cluster.key_on(1, "faults"));
     let node = &cluster.nodes[1];
     node.cmd::<String>(&["CONFIG", "SET", "timeout", "1"]);
-    node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder", "LEASE", "30000"]);
+    node.hold(&key, "holder", &["LEASE", "30000"]);
     let client = Client::open(cluster.nodes[0].url()).await.unwrap();
     let first = client.lock(key.as_str()).options(leased());
     let first = tokio::spawn(async move { first.acquire().await });
@@ -95,7 +95,7 @@ async fn a_cancelled_acquire_keeps_no_hold_when_its_sender_was_killed() {
     let cluster = Cluster::start(3);
     let key = format!("{{{}}}:cancel", cluster.key_on(2, "faults"));
     let node = &cluster.nodes[2];
-    node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder", "LEASE", "30000"]);
+    node.hold(&key, "holder", &["LEASE", "30000"]);
     let client = Client::open(cluster.nodes[0].url()).await.unwrap();
     let cancelled = client.lock(key.as_str()).options(leased());
     let (cancel, on_cancel) = tokio::sync::oneshot::channel::<()>();
@@ -153,7 +153,7 @@ async fn a_wait_connection_refused_for_a_passing_reason_leaves_ticket_waits_on()
     support::trace();
     let server = Server::start();
     acl(&server, &["on", ">first", "~*", "&*", "+@all"]);
-    server.cmd::<u64>(&["LOCK.ACQUIRE", "busy", "holder", "LEASE", "30000"]);
+    server.hold("busy", "holder", &["LEASE", "30000"]);
     let url = format!("redis://waiter:first@127.0.0.1:{}/", server.port());
     let client = Client::open(url).await.unwrap();
     // The client's open connections stay signed in; a new one is refused with an error
@@ -189,7 +189,7 @@ async fn a_grant_on_its_way_to_a_receiver_that_timed_out_is_not_left_held() {
     let cluster = Cluster::start_replicated(3, 0, &["--enable-debug-command", "yes"]);
     let key = format!("{{{}}}:stall", cluster.key_on(0, "faults"));
     let node = &cluster.nodes[0];
-    node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder", "LEASE", "30000"]);
+    node.hold(&key, "holder", &["LEASE", "30000"]);
     // The receiver's liveness bound is 400 ms (keepalive plus response timeout).
     let options = rlock_client::ClientOptions::new()
         .keepalive(Duration::from_millis(200))
@@ -244,7 +244,7 @@ async fn every_waiter_is_served_while_its_wait_connections_are_killed_again_and_
     let cluster = Cluster::start(3);
     let key = format!("{{{}}}:kills", cluster.key_on(1, "faults"));
     let node = &cluster.nodes[1];
-    node.cmd::<u64>(&["LOCK.ACQUIRE", &key, "holder", "LEASE", LONG_LEASE]);
+    node.hold(&key, "holder", &["LEASE", LONG_LEASE]);
     let client = Client::open(cluster.nodes[0].url()).await.unwrap();
     let mut waits = tokio::task::JoinSet::new();
     for _ in 0..WAITERS {

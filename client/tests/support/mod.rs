@@ -218,6 +218,27 @@ impl Server {
             .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
     }
 
+    /// Takes `key` for `owner` with `LOCK.ACQUIRE key owner [LEASE ms] ...` (`extra`), as a
+    /// test's setup does; its token. A server just started on a loaded machine may have
+    /// seen a stall (its event loop held up over a second), after which the module holds
+    /// fresh holdings back for a moment: the acquisition is tried again until it is granted,
+    /// for 10 s at most.
+    pub fn hold(&self, key: &str, owner: &str, extra: &[&str]) -> u64 {
+        let mut args = vec!["LOCK.ACQUIRE", key, owner];
+        args.extend_from_slice(extra);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(token) = self.cmd::<Option<u64>>(&args) {
+                return token;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{args:?}: not granted within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `calls` of `command` in `INFO commandstats` (0 if never called).
     pub fn calls(&self, command: &str) -> u64 {
         let prefix = format!("cmdstat_{}:calls=", command.to_ascii_lowercase());
