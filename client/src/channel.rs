@@ -30,7 +30,7 @@ use redis::{ProtocolVersion, RedisError, RedisResult};
 use tokio::sync::Notify;
 
 use crate::commands;
-use crate::error::timed_out;
+use crate::error::{timed_out, unreachable};
 use crate::mailbox::{Loss, Mailbox, Orphan};
 use crate::node::Node;
 
@@ -270,6 +270,21 @@ pub(crate) async fn whoami(conn: &mut MultiplexedConnection) -> RedisResult<(i64
         field.map(str::to_owned)
     });
     Ok((id, addr))
+}
+
+/// Opens wait connections to `node` with `opening`, within the node's connect timeout; an
+/// expiry names the node.
+pub(crate) async fn opened_in_time<T>(
+    node: &Node,
+    opening: impl std::future::Future<Output = RedisResult<T>>,
+) -> RedisResult<T> {
+    let limit = node.options.connect_timeout_duration();
+    tokio::time::timeout(limit, opening).await.map_err(|_| {
+        unreachable(
+            &node.addr,
+            timed_out("no wait connection within the connect timeout"),
+        )
+    })?
 }
 
 /// A client for `node`'s wait connections: its settings with `protocol`, `TCP_NODELAY` and

@@ -26,7 +26,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult, Value};
 
-use crate::channel::{broken, wait_client, whoami, Channel, Signals};
+use crate::channel::{broken, opened_in_time, wait_client, whoami, Channel, Signals};
 use crate::commands;
 use crate::error::{timed_out, unreachable};
 use crate::mailbox::{Loss, Outcome};
@@ -49,14 +49,7 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
         let receiver = whoami(&mut reader).await?;
         RedisResult::Ok((link, reader, receiver))
     };
-    let (link, reader, receiver) = tokio::time::timeout(o.connect_timeout_duration(), opening)
-        .await
-        .map_err(|_| {
-            unreachable(
-                &node.addr,
-                timed_out("no wait connections within the connect timeout"),
-            )
-        })??;
+    let (link, reader, receiver) = opened_in_time(node, opening).await?;
     let channel = Channel::new(link, node, receiver, true);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {

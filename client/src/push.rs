@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 use redis::{AsyncConnectionConfig, ProtocolVersion, PushInfo, PushKind, RedisResult};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
-use crate::channel::{wait_client, whoami, Channel, Signals};
+use crate::channel::{opened_in_time, wait_client, whoami, Channel, Signals};
 use crate::commands;
 use crate::error::{timed_out, unreachable};
 use crate::mailbox::{self, Loss};
@@ -46,14 +46,7 @@ pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
         link.subscribe(format!("__rlock__:{}", me.0)).await?;
         RedisResult::Ok((link, me))
     };
-    let (link, me) = tokio::time::timeout(o.connect_timeout_duration(), opening)
-        .await
-        .map_err(|_| {
-            unreachable(
-                &node.addr,
-                timed_out("no wait connection within the connect timeout"),
-            )
-        })??;
+    let (link, me) = opened_in_time(node, opening).await?;
     let channel = Channel::new(link, node, me, false);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {
