@@ -27,6 +27,34 @@ fn leased() -> LockOptions {
     LockOptions::new().lease(LEASE)
 }
 
+/// Asserts that `key` ends free on `node`: no hold was left behind.
+async fn no_hold_left(node: &Server, key: &str) {
+    assert!(
+        eventually(SOON, || node.info(key).is_none()).await,
+        "a hold was left behind: {:?}",
+        node.info(key)
+    );
+}
+
+/// The guard `waiting` ends with, within [`PROMPTLY`] (`what` names it when it does not),
+/// checked to be the lock's holder on `node`, then released.
+async fn served_and_released(
+    node: &Server,
+    key: &str,
+    waiting: tokio::task::JoinHandle<Result<rlock_client::Guard, rlock_client::Error>>,
+    what: &str,
+    released: Instant,
+) {
+    let guard = timeout(PROMPTLY, waiting)
+        .await
+        .unwrap_or_else(|_| panic!("{what} not served within {PROMPTLY:?}"))
+        .unwrap()
+        .expect("the lock");
+    eprintln!("{what} served {:?} after the release", released.elapsed());
+    assert_eq!(node.info(key).unwrap().owner, guard.owner());
+    guard.release().await.unwrap();
+}
+
 /// Kills, by id, the connections of `node` whose last command was `command`.
 fn kill_connections_that_ran(node: &Server, command: &str) -> usize {
     let list: String = node.cmd(&["CLIENT", "LIST"]);
@@ -69,23 +97,9 @@ async fn waiters_are_served_in_order_at_the_release_when_the_server_closes_an_id
     node.cmd::<u64>(&["LOCK.RELEASE", &key, "holder"]);
     // In arrival order: the closed sender was replaced, the queued tickets kept their place.
     for (n, waiting) in [first, second].into_iter().enumerate() {
-        let guard = timeout(PROMPTLY, waiting)
-            .await
-            .unwrap_or_else(|_| panic!("waiter {n} not served within {PROMPTLY:?}"))
-            .unwrap()
-            .expect("the lock");
-        eprintln!(
-            "waiter {n} served {:?} after the release",
-            released.elapsed()
-        );
-        assert_eq!(node.info(&key).unwrap().owner, guard.owner());
-        guard.release().await.unwrap();
+        served_and_released(node, &key, waiting, &format!("waiter {n}"), released).await;
     }
-    assert!(
-        eventually(SOON, || node.info(&key).is_none()).await,
-        "a hold was left behind: {:?}",
-        node.info(&key)
-    );
+    no_hold_left(node, &key).await;
     client.close().await.unwrap();
 }
 
@@ -134,11 +148,7 @@ async fn a_cancelled_acquire_keeps_no_hold_when_its_sender_was_killed() {
     );
     assert_eq!(node.info(&key).unwrap().owner, guard.owner());
     guard.release().await.unwrap();
-    assert!(
-        eventually(SOON, || node.info(&key).is_none()).await,
-        "a hold was left behind: {:?}",
-        node.info(&key)
-    );
+    no_hold_left(node, &key).await;
     client.close().await.unwrap();
     other.close().await.unwrap();
 }
@@ -284,10 +294,6 @@ async fn every_waiter_is_served_while_its_wait_connections_are_killed_again_and_
         "not every waiter was served: {:?}",
         node.info(&key)
     );
-    assert!(
-        eventually(SOON, || node.info(&key).is_none()).await,
-        "a hold was left behind: {:?}",
-        node.info(&key)
-    );
+    no_hold_left(node, &key).await;
     client.close().await.unwrap();
 }
