@@ -74,6 +74,17 @@ pub fn grants(con: &mut redis::Connection) -> Vec<(i64, String)> {
 }
 
 /// Adds the ACL user `name` (password `pw`) with every right.
+/// A connection to `server`, with the lock `L` held by `holder` for ten minutes: what
+/// the tickets of a test queue behind.
+pub fn holding_l(server: &Server) -> redis::Connection {
+    let mut con = server.conn();
+    int(
+        &mut con,
+        &["LOCK.ACQUIRE", "L", "holder", "LEASE", "600000"],
+    );
+    con
+}
+
 pub fn add_user(con: &mut redis::Connection, name: &str) {
     let reply = raw(
         con,
@@ -89,11 +100,7 @@ const TICKETS: usize = 100_000;
 #[test]
 fn closing_a_receiver_of_many_tickets_keeps_the_server_answering() {
     let server = Server::start();
-    let mut con = server.conn();
-    int(
-        &mut con,
-        &["LOCK.ACQUIRE", "L", "holder", "LEASE", "600000"],
-    );
+    let mut con = holding_l(&server);
     let mut receiver = server.conn();
     let id = client_id(&mut receiver).to_string();
     let mut pipe = redis::pipe();

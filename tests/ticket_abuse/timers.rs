@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::support::{info_field, int, wait_until, Server};
-use crate::{client_id, stat, wait, LIMIT};
+use crate::{client_id, holding_l, stat, wait, LIMIT};
 
 const CYCLES: usize = 1_000;
 /// The heartbeat, a lease check, and a few in flight.
@@ -15,11 +15,7 @@ const FEW: i64 = 5;
 #[test]
 fn a_queue_that_empties_and_refills_leaves_no_timer_behind() {
     let server = Server::start();
-    let mut con = server.conn();
-    int(
-        &mut con,
-        &["LOCK.ACQUIRE", "L", "holder", "LEASE", "600000"],
-    );
+    let mut con = holding_l(&server);
     let me = client_id(&mut con).to_string();
     let idle = stat(&mut con, "rlock_timers");
     assert!((1..=FEW).contains(&idle), "timers at rest: {idle}");
@@ -37,11 +33,7 @@ fn a_queue_that_empties_and_refills_leaves_no_timer_behind() {
 #[test]
 fn grants_woken_early_stops_its_block_timer() {
     let server = Server::start();
-    let mut con = server.conn();
-    int(
-        &mut con,
-        &["LOCK.ACQUIRE", "L", "holder", "LEASE", "600000"],
-    );
+    let mut con = holding_l(&server);
     let mut receiver = server.conn();
     let to = client_id(&mut receiver).to_string();
     for i in 0..CYCLES / 5 {
