@@ -44,15 +44,17 @@ fn a_server_at_maxclients_is_named_with_its_reason() {
         (&["release", "job", "--force"][..], 1),
     ] {
         let out = rlock(&server, args).output().expect("run rlock");
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
-        assert!(
-            stderr(&out).contains(&expected),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-        assert!(out.stdout.is_empty(), "{out:?}");
+        fails_with(&out, args, code, &expected);
     }
     drop(held);
+}
+
+/// `out`, of `rlock args`, exited with `code`, printed nothing on stdout and `expected` on
+/// stderr.
+fn fails_with(out: &Output, args: &[&str], code: i32, expected: &str) {
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
+    assert!(stderr(out).contains(expected), "{args:?}: {}", stderr(out));
+    assert!(out.stdout.is_empty(), "{out:?}");
 }
 
 #[test]
@@ -65,13 +67,7 @@ fn a_port_without_a_server_is_named() {
         (&["info", "job"][..], 2),
     ] {
         let out = rlock_at(&url, args).output().expect("run rlock");
-        assert_eq!(out.status.code(), Some(code), "{args:?}: {out:?}");
-        assert!(
-            stderr(&out).contains(&expected),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-        assert!(out.stdout.is_empty(), "{out:?}");
+        fails_with(&out, args, code, &expected);
     }
 }
 
