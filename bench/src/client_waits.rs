@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rlock_client::Client;
 
-use crate::waits::{key, Mode};
+use crate::wait_mode::{key, Mode};
 
 /// What the process's waits did in their first seconds.
 pub struct Pending {

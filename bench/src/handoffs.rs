@@ -15,7 +15,7 @@ use redis::{ConnectionLike, Value};
 use crate::clock::{now_ns, percentile, sleep_until};
 use crate::resp3::{self, Resp3, Wait};
 use crate::server::{connect, info_num, Delta, Snapshot};
-use crate::waits::Mode;
+use crate::wait_mode::Mode;
 
 /// Waits queued on the lock.
 pub const WAITS: usize = 64;

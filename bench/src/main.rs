@@ -30,6 +30,7 @@ mod server;
 mod side;
 mod suite;
 mod uncontended;
+mod wait_mode;
 mod waiting;
 mod waiting_table;
 mod waits;
@@ -167,7 +168,7 @@ fn waiting_alone(args: &[String]) -> Result<(), String> {
     let others = suite::others(&pair, &lua);
     let measured = waiting::run(port, waits, duration);
     let mut table = String::new();
-    waiting::table(&mut table, &measured, &others);
+    waiting_table::table(&mut table, &measured, &others);
     println!("{table}");
     Ok(())
 }
@@ -180,8 +181,8 @@ fn handoffs_alone(args: &[String]) -> Result<(), String> {
     };
     let port: u16 = port.parse().map_err(|_| USAGE.to_owned())?;
     let mode = match mode.as_str() {
-        "tickets" => waits::Mode::Tickets,
-        "block" => waits::Mode::Block,
+        "tickets" => wait_mode::Mode::Tickets,
+        "block" => wait_mode::Mode::Block,
         _ => return Err(USAGE.to_owned()),
     };
     let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;

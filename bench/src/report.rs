@@ -40,7 +40,7 @@ pub fn render(r: &Results) -> String {
     redlock_table(&mut out, &r.redlock);
     crate::fenced::table(&mut out, &r.fenced);
     let others = crate::suite::others(&r.uncontended[0].1[1], &r.contended[0]);
-    crate::waiting::table(&mut out, &r.waiting, &others);
+    crate::waiting_table::table(&mut out, &r.waiting, &others);
     out
 }
 

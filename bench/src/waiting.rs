@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use crate::handoffs::{self, Contended};
-use crate::waits::{self, Held, Mode};
+use crate::wait_mode::Mode;
+use crate::waits::{self, Held};
 
 /// The fd limit of the client process in the connection rows.
 pub const FD_LIMIT: usize = 1024;
@@ -61,5 +62,3 @@ pub struct Others {
     pub lua: (f64, f64),
     pub pair: (f64, f64),
 }
-
-pub use crate::waiting_table::table;

@@ -14,25 +14,7 @@ use std::time::Duration;
 
 use crate::resp3::{self, Resp3, Wait};
 use crate::server::{connect, info_num};
-
-/// How a client process waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Tickets,
-    Block,
-    /// The client crate's `acquire`, one future per wait.
-    Client,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Tickets => "tickets",
-            Mode::Block => "block",
-            Mode::Client => "client",
-        }
-    }
-}
+use crate::wait_mode::{key, Mode};
 
 /// What one client process with `waits` waits on `keys` locks cost.
 #[derive(Debug, Clone)]
@@ -57,11 +39,6 @@ pub struct Held {
 
 /// How long the memory is left to settle before it is read again.
 const SETTLE: Duration = Duration::from_secs(5);
-
-/// The lock of wait `i` among `keys` locks.
-pub fn key(mode: Mode, keys: usize, i: usize) -> String {
-    format!("q:{}:{keys}:{}", mode.name(), i % keys)
-}
 
 /// Holds `keys` locks, starts a client process with `waits` waits on them under
 /// `ulimit -n fd_limit`, measures, and ends it. `settle`: read the memory again later.

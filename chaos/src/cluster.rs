@@ -7,7 +7,8 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::process::{free_port, Proc};
+use crate::machine::free_port;
+use crate::process::Proc;
 use crate::resource::strings;
 use crate::topology::{poll, Deployment};
 

@@ -164,7 +164,7 @@ fn target(deployment: &Deployment) -> Target {
     let sentinels: Vec<u16> = deployment.sentinels.iter().map(|s| s.port).collect();
     Arc::new(move || {
         sentinels.iter().find_map(|&port| {
-            let mut conn = crate::process::connect(port).ok()?;
+            let mut conn = crate::machine::connect(port).ok()?;
             let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
                 .arg("get-master-addr-by-name")
                 .arg(MASTER_NAME)

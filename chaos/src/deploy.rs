@@ -7,7 +7,8 @@
 use tokio::runtime::Handle;
 
 use crate::cluster::{node_args, node_port};
-use crate::process::{module_path, server_binary, Proc};
+use crate::machine::{module_path, server_binary};
+use crate::process::Proc;
 use crate::proxy::{Mode, Proxy};
 use crate::resource::strings;
 use crate::sentinel::named_master;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::cluster::NODE_TIMEOUT_MS;
 use crate::history::{now_us, Event, History, Window};
-use crate::process::signal;
+use crate::machine::signal;
 use crate::proxy::Mode;
 use crate::rng::Rng;
 use crate::sentinel::role;

@@ -15,7 +15,7 @@ const PIPELINE_LIMIT: Duration = Duration::from_secs(60);
 
 /// A direct connection to `server` whose replies may take up to `limit`.
 fn slow_conn(server: &Proc, limit: Duration) -> Option<redis::Connection> {
-    let conn = crate::process::connect(server.port).ok()?;
+    let conn = crate::machine::connect(server.port).ok()?;
     conn.set_read_timeout(Some(limit)).ok()?;
     conn.set_write_timeout(Some(limit)).ok()?;
     Some(conn)

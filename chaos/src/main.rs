@@ -12,6 +12,7 @@ mod deploy;
 mod faults;
 mod faults_conn;
 mod history;
+mod machine;
 mod process;
 mod proxy;
 mod resource;

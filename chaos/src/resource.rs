@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use crate::history::Write;
-use crate::process::{free_port, server_binary, Proc};
+use crate::machine::{free_port, server_binary};
+use crate::process::Proc;
 
 /// KEYS[1] = the key's fence; ARGV = token, owner, fenced (1/0), enforce (1/0).
 /// Returns {accepted, stamp µs, highest token before (-1: none), same owner (1/0)}.

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::process::{free_port, Proc};
+use crate::machine::free_port;
+use crate::process::Proc;
 use crate::topology::{poll, Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 
 impl Deployment {
@@ -19,7 +20,7 @@ impl Deployment {
                  sentinel parallel-syncs {MASTER_NAME} 2\n"
             );
             let name = format!("sentinel{i}");
-            let dir = crate::process::temp_dir(&name);
+            let dir = crate::machine::temp_dir(&name);
             let path = dir.join("sentinel.conf");
             std::fs::write(&path, conf).unwrap_or_else(|e| panic!("write sentinel.conf: {e}"));
             let args = vec![path.display().to_string()];

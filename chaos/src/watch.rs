@@ -56,7 +56,7 @@ impl Watch {
 }
 
 fn open(port: u16, limit: Duration) -> Option<redis::Connection> {
-    let conn = crate::process::connect(port).ok()?;
+    let conn = crate::machine::connect(port).ok()?;
     conn.set_read_timeout(Some(limit)).ok()?;
     Some(conn)
 }

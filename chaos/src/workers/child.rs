@@ -13,7 +13,7 @@ use rlock_client::{Client, ClientOptions};
 
 use super::Ctx;
 use crate::history::{from_line, History};
-use crate::process::signal;
+use crate::machine::signal;
 use crate::resource::Resource;
 use crate::rng::Rng;
 
