@@ -239,50 +239,14 @@
 #![warn(missing_docs)]
 
 mod acquire;
-mod attempt;
 pub mod blocking;
-mod channel;
 mod client;
-mod commands;
-mod config;
 mod core;
-mod detach;
-mod election;
-mod error;
-mod guard;
-mod holding;
-mod identity;
-mod info;
-mod keeper;
+mod hold;
 mod lock;
-mod mailbox;
-mod members;
-mod multi;
-mod node;
-mod options;
-mod pair;
-mod per_thread;
-mod pool;
-mod pull;
-mod push;
-mod quorum;
-mod recover;
-mod redlock;
-mod redlock_guard;
-mod registry;
-mod releasing;
-mod replicas;
-mod rounds;
-mod router;
-mod sentinel;
-mod signal;
-mod slots;
-mod ticket;
-mod tickets;
-mod topology;
-mod turns;
-mod wait;
-mod watchdog;
+mod net;
+mod pure;
+mod several;
 
 /// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
 /// so that an application on another version of `redis` builds the commands it hands to
@@ -291,16 +255,16 @@ mod watchdog;
 /// [`Error::Redis`] are this crate's too.
 pub use redis;
 
+pub use acquire::guard::Guard;
 pub use client::{Client, Owner};
-pub use config::ClientOptions;
-pub use error::{Error, LossReason, Result};
-pub use guard::Guard;
-pub use holding::LostSignal;
-pub use info::LockInfo;
+pub use hold::watchdog::WatchdogStats;
 pub use lock::Lock;
-pub use multi::{MultiGuard, MultiLock};
-pub use options::{LockOptions, DEFAULT_LEASE};
-pub use redlock::RedLock;
-pub use redlock_guard::RedLockGuard;
-pub use signal::GroupSignal;
-pub use watchdog::WatchdogStats;
+pub use pure::config::ClientOptions;
+pub use pure::error::{Error, LossReason, Result};
+pub use pure::holding::LostSignal;
+pub use pure::info::LockInfo;
+pub use pure::options::{LockOptions, DEFAULT_LEASE};
+pub use several::multi::{MultiGuard, MultiLock};
+pub use several::redlock::RedLock;
+pub use several::redlock_guard::RedLockGuard;
+pub use several::signal::GroupSignal;

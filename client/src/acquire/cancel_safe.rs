@@ -21,17 +21,17 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
-use crate::commands;
-use crate::core::Core;
-use crate::detach::Detached;
-use crate::error::{Error, Result};
-use crate::guard::Guard;
-use crate::options::LockOptions;
-use crate::pool::WaitConn;
-use crate::recover::{Next, Setbacks};
-use crate::ticket::Waited;
-use crate::turns::Turn;
-use crate::wait::Wait;
+use crate::acquire::detach::Detached;
+use crate::acquire::guard::Guard;
+use crate::acquire::recover::{Next, Setbacks};
+use crate::acquire::ticket::Waited;
+use crate::acquire::wait::Wait;
+use crate::core::shared::Core;
+use crate::net::pool::WaitConn;
+use crate::pure::commands;
+use crate::pure::error::{Error, Result};
+use crate::pure::options::LockOptions;
+use crate::pure::turns::Turn;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
 const REWAIT_PAUSE: Duration = Duration::from_millis(10);
@@ -113,7 +113,7 @@ impl Acquisition {
         tracing::debug!(key = %self.key, owner = %self.owner, token, "lock acquired");
         match (self.options.required_replicas(), conn) {
             (Some((wanted, timeout)), Some(conn)) => {
-                crate::replicas::confirm(&self.core, guard, conn, wanted, timeout)
+                crate::acquire::replicas::confirm(&self.core, guard, conn, wanted, timeout)
                     .await
                     .map(Some)
             }

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 
 use tokio::sync::oneshot;
 
-use crate::core::Core;
+use crate::core::shared::Core;
 
 type Work = Pin<Box<dyn Future<Output = ()> + Send>>;
 

@@ -5,12 +5,12 @@ use std::sync::{Arc, Weak};
 
 use tokio::time::Instant;
 
-use crate::commands;
-use crate::core::Core;
-use crate::error::{Error, LossReason, Result};
-use crate::holding::{Fence, Fenced, LostSignal};
-use crate::options::LockOptions;
-use crate::registry::{Grant, Holding};
+use crate::core::shared::Core;
+use crate::hold::registry::{Grant, Holding};
+use crate::pure::commands;
+use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::holding::{Fence, Fenced, LostSignal};
+use crate::pure::options::LockOptions;
 
 /// One hold on a lock. While it lives, the client's watchdog renews the lock (unless it was
 /// taken with an explicit lease) and watches for its loss.

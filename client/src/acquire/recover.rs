@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::commands;
-use crate::error::{Error, Result};
-use crate::quorum::pause_after;
-use crate::wait::{unreported_grant, Wait};
+use crate::acquire::wait::{unreported_grant, Wait};
+use crate::pure::commands;
+use crate::pure::error::{Error, Result};
+use crate::pure::quorum::pause_after;
 
 /// How many times in a row an acquisition queues again after `READONLY` or `TRYAGAIN`.
 pub(crate) const MAX_REQUEUES: u32 = 10;

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use crate::commands;
-use crate::core::Core;
-use crate::error::{timed_out, Error, Result};
-use crate::guard::Guard;
-use crate::options::ceil_ms;
-use crate::pool::WaitConn;
+use crate::acquire::guard::Guard;
+use crate::core::shared::Core;
+use crate::net::pool::WaitConn;
+use crate::pure::commands;
+use crate::pure::error::{timed_out, Error, Result};
+use crate::pure::options::ceil_ms;
 
 /// Waits up to `timeout` for `wanted` replicas to acknowledge the grant `guard` holds, made
 /// on `conn`. Releases the hold and fails if fewer do.

@@ -5,7 +5,7 @@
 //! How each race ends (see also `mailbox.rs`):
 //!
 //! - **The caller goes away while `LOCK.WAIT` is on its way.** The acquisition runs in a
-//!   task of its own (`acquire.rs`), which reads the reply whatever the caller does: a
+//!   task of its own (`cancel_safe.rs`), which reads the reply whatever the caller does: a
 //!   `held` reply becomes a guard that is released, a `queued` one is cancelled.
 //! - **Cancel** (the caller went away, or no outcome by the wait grace past the deadline):
 //!   `LOCK.CANCEL key id`, the wait still claimed: on the push connection itself, or on the
@@ -35,15 +35,15 @@ use redis::{RedisError, Value};
 use tokio::sync::oneshot;
 use tokio::time::{sleep_until, timeout};
 
-use crate::channel::Channel;
-use crate::commands;
-use crate::error::{timed_out, Error, Result};
-use crate::mailbox::{
+use crate::acquire::wait::Wait;
+use crate::net::channel::Channel;
+use crate::net::mailbox::{
     no_receiver, read_reply, server_error, unsubscribed, Claim, Loss, Orphan, Outcome,
 };
-use crate::router::Sent;
-use crate::tickets::Tickets;
-use crate::wait::Wait;
+use crate::net::router::Sent;
+use crate::net::tickets::Tickets;
+use crate::pure::commands;
+use crate::pure::error::{timed_out, Error, Result};
 
 /// How a ticket wait ended.
 pub(crate) enum Waited {
@@ -231,7 +231,7 @@ impl Wait<'_> {
     fn wait_ms(&self) -> u64 {
         let now = tokio::time::Instant::now();
         self.deadline.map_or(0, |d| {
-            crate::options::ceil_ms(d.saturating_duration_since(now)).max(1)
+            crate::pure::options::ceil_ms(d.saturating_duration_since(now)).max(1)
         })
     }
 }

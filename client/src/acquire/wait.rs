@@ -21,11 +21,11 @@
 use tokio::sync::oneshot;
 use tokio::time::{sleep, sleep_until, Instant};
 
-use crate::commands;
-use crate::core::Core;
-use crate::error::{timed_out, Error, Result};
-use crate::pool::WaitConn;
-use crate::router::Sent;
+use crate::core::shared::Core;
+use crate::net::pool::WaitConn;
+use crate::net::router::Sent;
+use crate::pure::commands;
+use crate::pure::error::{timed_out, Error, Result};
 
 /// Why a wait was given up before its reply.
 enum Stop {
@@ -108,7 +108,9 @@ impl Wait<'_> {
     fn command(&self) -> redis::Cmd {
         let wait_ms = match self.deadline {
             None => 0,
-            Some(d) => crate::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1),
+            Some(d) => {
+                crate::pure::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1)
+            }
         };
         commands::acquire_waiting(self.key, self.owner, self.lease_ms, wait_ms)
     }

@@ -15,18 +15,18 @@ use redis::{Cmd, FromRedisValue, RedisResult, Value};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use crate::commands;
-use crate::config::ClientOptions;
-use crate::error::{timed_out, Error, LossReason, Result};
-use crate::identity;
-use crate::info::LockInfo;
-use crate::pool::{WaitConn, WaitPool};
-use crate::registry::{Grant, Holding};
-use crate::router::{Router, Sent};
-use crate::sentinel::Sentinels;
-use crate::tickets::{Carried, Tickets};
-use crate::turns::{Turn, Turns};
-use crate::watchdog::{Watchdog, WatchdogStats};
+use crate::hold::registry::{Grant, Holding};
+use crate::hold::watchdog::{Watchdog, WatchdogStats};
+use crate::net::identity;
+use crate::net::pool::{WaitConn, WaitPool};
+use crate::net::router::{Router, Sent};
+use crate::net::sentinel::Sentinels;
+use crate::net::tickets::{Carried, Tickets};
+use crate::pure::commands;
+use crate::pure::config::ClientOptions;
+use crate::pure::error::{timed_out, Error, LossReason, Result};
+use crate::pure::info::LockInfo;
+use crate::pure::turns::{Turn, Turns};
 
 /// The shared state of one client.
 pub(crate) struct Core {

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::LossReason;
-use crate::holding::safe_deadline;
-pub(crate) use crate::holding::Holding;
-use crate::pair::Id;
-use crate::releasing::Releasing;
+use crate::hold::releasing::Releasing;
+use crate::pure::error::LossReason;
+use crate::pure::holding::safe_deadline;
+pub(crate) use crate::pure::holding::Holding;
+use crate::pure::pair::Id;
 
 /// A grant from the server, to be recorded.
 #[derive(Debug, Clone)]

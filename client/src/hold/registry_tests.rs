@@ -1,5 +1,5 @@
 use super::*;
-use crate::holding::margin_for;
+use crate::pure::holding::margin_for;
 
 const LEASE: Duration = Duration::from_millis(300);
 /// The part of `LEASE` counted on by a registry without a margin of its own: 1% is drift.

@@ -16,11 +16,11 @@ use tokio::task::JoinSet;
 use tokio::time::error::Elapsed;
 use tokio::time::timeout;
 
-use crate::commands;
-use crate::node::Node;
-use crate::options::ceil_ms;
-use crate::registry::Renewal;
-use crate::router::Router;
+use crate::hold::registry::Renewal;
+use crate::net::node::Node;
+use crate::net::router::Router;
+use crate::pure::commands;
+use crate::pure::options::ceil_ms;
 
 /// The answers of a round, in the order of its renewals.
 pub(crate) struct Answers {

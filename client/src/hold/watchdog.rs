@@ -14,9 +14,9 @@ use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 use tokio::time::{sleep, sleep_until, Instant};
 
-use crate::error::LossReason;
-use crate::registry::{Grant, Holding, Registry, Renewal};
-use crate::router::Router;
+use crate::hold::registry::{Grant, Holding, Registry, Renewal};
+use crate::net::router::Router;
+use crate::pure::error::LossReason;
 
 /// Counters of the watchdog's work, from [`Client::watchdog_stats`](crate::Client::watchdog_stats).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -170,7 +170,7 @@ async fn round(shared: &Shared, router: &Arc<Router>) {
 
 async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: Duration) {
     let sent = Instant::now();
-    let answers = crate::rounds::send(router, due, period).await;
+    let answers = crate::hold::rounds::send(router, due, period).await;
     let took = sent.elapsed();
     {
         let mut stats = shared.stats();

@@ -29,10 +29,10 @@ use redis::io::tcp::socket2::TcpKeepalive;
 use redis::{ProtocolVersion, RedisError, RedisResult};
 use tokio::sync::Notify;
 
-use crate::commands;
-use crate::error::{timed_out, unreachable};
-use crate::mailbox::{Loss, Mailbox, Orphan};
-use crate::node::Node;
+use crate::net::mailbox::{Loss, Mailbox, Orphan};
+use crate::net::node::Node;
+use crate::pure::commands;
+use crate::pure::error::{timed_out, unreachable};
 
 /// One node's wait connection.
 pub(crate) struct Channel {

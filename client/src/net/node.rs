@@ -20,7 +20,7 @@ use redis::{
 };
 use tokio::sync::Mutex;
 
-use crate::config::ClientOptions;
+use crate::pure::config::ClientOptions;
 
 /// How long a connection may stay unused before a command that must not run twice checks
 /// it first: half the shortest idle `timeout` a server can have (1 s).
@@ -131,11 +131,11 @@ impl Node {
         let open = ConnectionManager::new_with_config(self.redis.clone(), config);
         let opened = match tokio::time::timeout(o.connect_timeout_duration(), open).await {
             Ok(opened) => opened,
-            Err(_) => Err(crate::error::timed_out(
+            Err(_) => Err(crate::pure::error::timed_out(
                 "no connection within the connect timeout",
             )),
         };
-        opened.map_err(|err| crate::error::unreachable(&self.addr, err))
+        opened.map_err(|err| crate::pure::error::unreachable(&self.addr, err))
     }
 
     /// Opens a fresh shared connection in the background, and puts it in the place of the
@@ -200,7 +200,9 @@ impl Node {
         cmd: &Cmd,
     ) -> RedisResult<T> {
         if self.idle() >= IDLE_CHECK {
-            let ping = redis::pipe().add_command(crate::commands::ping()).clone();
+            let ping = redis::pipe()
+                .add_command(crate::pure::commands::ping())
+                .clone();
             self.pipeline::<(String,)>(&ping).await?;
         }
         let mut shared = self.shared_conn().await?;

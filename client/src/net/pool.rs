@@ -10,9 +10,9 @@ use redis::aio::MultiplexedConnection;
 use redis::io::tcp::socket2::TcpKeepalive;
 use redis::{AsyncConnectionConfig, RedisResult};
 
-use crate::commands;
-use crate::error::{timed_out, unreachable};
-use crate::node::{Carrier, Node};
+use crate::net::node::{Carrier, Node};
+use crate::pure::commands;
+use crate::pure::error::{timed_out, unreachable};
 
 /// How many idle wait connections a client keeps for reuse, per node.
 const MAX_IDLE: usize = 4;

@@ -26,11 +26,11 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult, Value};
 
-use crate::channel::{broken, opened_in_time, wait_client, whoami, Channel, Signals};
-use crate::commands;
-use crate::error::{timed_out, unreachable};
-use crate::mailbox::{Loss, Outcome};
-use crate::node::{Node, IDLE_CHECK};
+use crate::net::channel::{broken, opened_in_time, wait_client, whoami, Channel, Signals};
+use crate::net::mailbox::{Loss, Outcome};
+use crate::net::node::{Node, IDLE_CHECK};
+use crate::pure::commands;
+use crate::pure::error::{timed_out, unreachable};
 
 /// Opens the pull wait connections to `node` and starts their reader.
 pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {

@@ -22,11 +22,11 @@ use std::sync::{Arc, Weak};
 use redis::{AsyncConnectionConfig, ProtocolVersion, PushInfo, PushKind, RedisResult};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
-use crate::channel::{opened_in_time, wait_client, whoami, Channel, Signals};
-use crate::commands;
-use crate::error::{timed_out, unreachable};
-use crate::mailbox::{self, Loss};
-use crate::node::Node;
+use crate::net::channel::{opened_in_time, wait_client, whoami, Channel, Signals};
+use crate::net::mailbox::{self, Loss};
+use crate::net::node::Node;
+use crate::pure::commands;
+use crate::pure::error::{timed_out, unreachable};
 
 /// Opens the wait connection to `node` and starts its dispatcher.
 pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {

@@ -38,13 +38,13 @@ use std::sync::Arc;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisError, RedisResult};
 
-use crate::commands;
-use crate::config::ClientOptions;
-use crate::error::Error;
-use crate::node::{dropped, Carrier, Node, Shared, IDLE_CHECK};
-use crate::sentinel::Sentinels;
-use crate::slots;
-use crate::topology::Topology;
+use crate::net::node::{dropped, Carrier, Node, Shared, IDLE_CHECK};
+use crate::net::sentinel::Sentinels;
+use crate::net::topology::Topology;
+use crate::pure::commands;
+use crate::pure::config::ClientOptions;
+use crate::pure::error::Error;
+use crate::pure::slots;
 
 /// Sends commands to the nodes that serve their keys.
 pub(crate) struct Router {

@@ -24,8 +24,8 @@ use redis::{
     RedisError, RedisResult, Value,
 };
 
-use crate::commands;
-use crate::error::unreachable;
+use crate::pure::commands;
+use crate::pure::error::unreachable;
 
 /// The URL scheme of a Sentinel deployment.
 const SCHEME: &str = "redis+sentinel://";

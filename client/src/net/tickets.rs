@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use redis::aio::MultiplexedConnection;
 use redis::{Cmd, RedisError, RedisResult};
 
-use crate::channel::{broken, Channel};
-use crate::mailbox::Loss;
-use crate::node::{Carrier, Node};
-use crate::{pull, push};
+use crate::net::channel::{broken, Channel};
+use crate::net::mailbox::Loss;
+use crate::net::node::{Carrier, Node};
+use crate::net::{pull, push};
 
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Channel>>>>;
 

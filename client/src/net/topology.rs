@@ -14,11 +14,11 @@ use std::time::Duration;
 use redis::{ConnectionAddr, ConnectionInfo, RedisError, RedisResult, Value};
 use tokio::time::{timeout, Instant};
 
-use crate::commands;
-use crate::config::ClientOptions;
-use crate::node::Node;
-use crate::sentinel::{Sentinels, ASK_WITHIN};
-use crate::slots::{self, SlotMap};
+use crate::net::node::Node;
+use crate::net::sentinel::{Sentinels, ASK_WITHIN};
+use crate::pure::commands;
+use crate::pure::config::ClientOptions;
+use crate::pure::slots::{self, SlotMap};
 
 /// The shortest time between two refreshes of where things are.
 const REFRESH_EVERY: Duration = Duration::from_millis(100);

@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
-use crate::error::{Error, LossReason, Result};
+use crate::pure::error::{Error, LossReason, Result};
 
 /// The reply of a command run fenced by a holding.
 pub(crate) type Fenced<'a> = Pin<Box<dyn Future<Output = Result<redis::Value>> + Send + 'a>>;

@@ -9,7 +9,7 @@ use std::thread::ThreadId;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::error::{Error, Result};
+use crate::pure::error::{Error, Result};
 
 /// A runtime that is shut down without waiting, wherever it is dropped.
 #[derive(Debug)]

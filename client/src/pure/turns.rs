@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::{watch, OwnedMutexGuard};
 use tokio::time::{sleep_until, Instant};
 
-use crate::pair::Id;
+use crate::pure::pair::Id;
 
 /// The turn of one `(key, owner)`, shared by the acquisitions that want it.
 struct Slot {

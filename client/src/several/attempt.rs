@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use crate::error::Result;
-use crate::guard::Guard;
-use crate::keeper::Held;
+use crate::acquire::guard::Guard;
 use crate::lock::Lock;
-use crate::quorum::{pause_after, Answer};
+use crate::pure::error::Result;
+use crate::pure::quorum::{pause_after, Answer};
+use crate::several::keeper::Held;
 
 /// One attempt: its owner id, its locks (one per server), its slots and tasks.
 pub(crate) struct Attempt {

@@ -39,11 +39,11 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use crate::attempt::Attempt;
 use crate::client::{Client, Owner};
-use crate::keeper::Held;
-use crate::options::LockOptions;
-use crate::quorum::{judge, pause_after, Answer, Verdict};
+use crate::pure::options::LockOptions;
+use crate::pure::quorum::{judge, pause_after, Answer, Verdict};
+use crate::several::attempt::Attempt;
+use crate::several::keeper::Held;
 
 /// One acquisition of a RedLock over `clients` (one per server, in the canonical order).
 pub(crate) struct Election<'a> {

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::commands;
-use crate::error::{Error, LossReason};
-use crate::guard::Guard;
-use crate::holding::LostSignal;
+use crate::acquire::guard::Guard;
 use crate::lock::Lock;
-use crate::quorum::{quorum_deadline, Answer};
+use crate::pure::commands;
+use crate::pure::error::{Error, LossReason};
+use crate::pure::holding::LostSignal;
+use crate::pure::quorum::{quorum_deadline, Answer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

@@ -9,9 +9,9 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
 
-use crate::error::{Error, LossReason, Result};
-use crate::guard::Guard;
-use crate::quorum::quorum_deadline;
+use crate::acquire::guard::Guard;
+use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::quorum::quorum_deadline;
 
 /// The member guards of one holding, in the canonical order they were taken in.
 #[derive(Debug)]

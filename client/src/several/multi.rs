@@ -12,11 +12,11 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, LossReason, Result};
-use crate::guard::Guard;
+use crate::acquire::guard::Guard;
 use crate::lock::Lock;
-use crate::members::{release_outcome, Members};
-use crate::signal::{finish, unless_lost, GroupSignal};
+use crate::pure::error::{Error, LossReason, Result};
+use crate::several::members::{release_outcome, Members};
+use crate::several::signal::{finish, unless_lost, GroupSignal};
 
 /// Several locks held all together, from one or several [`Client`](crate::Client)s: a
 /// Redisson `RedissonMultiLock`, waiting on the servers instead of polling.

@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
-use crate::election::{Election, Outcome};
-use crate::error::{Error, Result};
-use crate::options::LockOptions;
-use crate::quorum::{majority, unfit_server_count};
-use crate::redlock_guard::RedLockGuard;
-use crate::signal::{finish, unless_lost, GroupSignal};
+use crate::pure::error::{Error, Result};
+use crate::pure::options::LockOptions;
+use crate::pure::quorum::{majority, unfit_server_count};
+use crate::several::election::{Election, Outcome};
+use crate::several::redlock_guard::RedLockGuard;
+use crate::several::signal::{finish, unless_lost, GroupSignal};
 
 /// A lock on N independent servers (N odd, at least 3; no replication between them),
 /// granted when a majority grants it: the lock survives the loss of a minority of servers,

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use crate::election::Won;
-use crate::error::{Error, LossReason, Result};
-use crate::keeper::Held;
-use crate::signal::GroupSignal;
+use crate::pure::error::{Error, LossReason, Result};
+use crate::several::election::Won;
+use crate::several::keeper::Held;
+use crate::several::signal::GroupSignal;
 
 /// A RedLock held on a majority of its servers. While it holds, it keeps a member on
 /// every server it can reach: servers that were busy or down when it won are queued on,

@@ -10,9 +10,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, LossReason, Result};
-use crate::holding::LostSignal;
-use crate::keeper::{losses, Held};
+use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::holding::LostSignal;
+use crate::several::keeper::{losses, Held};
 
 /// A signal that tells when a [`MultiGuard`](crate::MultiGuard)'s or a
 /// [`RedLockGuard`](crate::RedLockGuard)'s holding is lost, like a cancellation token: cheap
