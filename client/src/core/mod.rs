@@ -3,4 +3,6 @@
 //! acquisitions and the public `Client` reach the parts below only through it. May use
 //! `hold/`, `net/` and `pure/`.
 
+pub(crate) mod holds;
+pub(crate) mod send;
 pub(crate) mod shared;

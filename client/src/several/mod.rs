@@ -6,6 +6,7 @@
 pub(crate) mod attempt;
 pub(crate) mod election;
 pub(crate) mod keeper;
+pub(crate) mod majority;
 pub(crate) mod members;
 pub(crate) mod multi;
 pub(crate) mod redlock;
