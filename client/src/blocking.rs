@@ -29,15 +29,15 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::Duration;
 
+use crate::acquire::guard::Guard;
 use crate::client::{Client, Owner};
-use crate::config::ClientOptions;
-use crate::error::{Error, LossReason, Result};
-use crate::guard::Guard;
-use crate::holding::LostSignal;
-use crate::info::LockInfo;
 use crate::lock::Lock;
-use crate::options::LockOptions;
-use crate::per_thread::{runtime, Rt, Threads};
+use crate::pure::config::ClientOptions;
+use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::holding::LostSignal;
+use crate::pure::info::LockInfo;
+use crate::pure::options::LockOptions;
+use crate::pure::per_thread::{runtime, Rt, Threads};
 
 /// A blocking client; cheap to clone. Owner ids are per thread: `<client id>:<n>`.
 #[derive(Clone)]

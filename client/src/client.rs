@@ -5,13 +5,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::config::ClientOptions;
-use crate::core::Core;
-use crate::error::Result;
-use crate::info::LockInfo;
+use crate::core::shared::Core;
+use crate::hold::watchdog::WatchdogStats;
 use crate::lock::Lock;
-use crate::sentinel::Sentinels;
-use crate::watchdog::WatchdogStats;
+use crate::net::sentinel::Sentinels;
+use crate::pure::config::ClientOptions;
+use crate::pure::error::Result;
+use crate::pure::info::LockInfo;
 
 /// A connection to a Redis server (or a Redis Cluster) with the rlock module, and the
 /// factory of its locks.
@@ -204,7 +204,7 @@ impl Client {
 
 /// The server's address, `host:port` (or a socket path).
 fn address(redis: &redis::Client) -> String {
-    crate::node::addr_text(redis.get_connection_info().addr())
+    crate::net::node::addr_text(redis.get_connection_info().addr())
 }
 
 /// `url` without the `user:password@` part.

@@ -200,89 +200,25 @@
 //!
 //! # Layout
 //!
-//! The modules form layers, listed top to bottom: each uses only modules of the layers below
-//! its own, and within a layer only those after it (`tests/layering.rs` checks it).
-//!
-//! - Several servers: `redlock.rs` ([`RedLock`]); below it `multi.rs` ([`MultiLock`]) and
-//!   `election.rs` (how a RedLock's contenders reach a majority); below them `members.rs`
-//!   (the guards of one holding over several locks).
-//! - Public API: `client.rs` ([`Client`], [`Owner`]), `lock.rs` ([`Lock`]), [`blocking`].
-//! - Guard and acquisition: `acquire.rs` (the cancellation-safe acquisition, run in the
-//!   caller's future, and by `detach.rs` in a task once the caller drops it),
-//!   `recover.rs` (after an error: adopt a grant whose reply was lost, retry on a fresh
-//!   connection, queue again), `ticket.rs` (a wait as a ticket on the wait connection, and
-//!   its cancel), `wait.rs` (a blocking wait on a connection of its own, and abandoning it),
-//!   `replicas.rs` (confirming a grant, [`LockOptions::min_replicas`]), `guard.rs`
-//!   ([`Guard`]: token, deadline, loss signal, release and drop).
-//! - Core: `core.rs`, what all handles of one client share: its id and owner ids, the
-//!   router, the wait connections, the watchdog, the runtime, the options; closing.
-//! - Watchdog: `watchdog.rs` (the renewal task), `rounds.rs` (its round trips).
-//! - Transport: `router.rs` (the one loop that follows `MOVED` and `ASK`, and failovers,
-//!   for every command), `tickets.rs` (the wait connections per node, and the nodes that
-//!   pull or take blocking waits only), `pool.rs` (connections for blocking waits),
-//!   `pull.rs` (a cluster node's wait connections: `LOCK.GRANTS` in a loop), `channel.rs` (a
-//!   push wait connection: its dispatcher and liveness probe), `topology.rs` (which node serves a
-//!   key: the seed or master, the known nodes, the slot map, and asking again after a
-//!   failure), `node.rs` (one server and its shared connection), `sentinel.rs` (the master
-//!   a Sentinel URL's sentinels name).
-//! - Pure pieces: `registry.rs` (the holdings: leases, renewals, losses) and `mailbox.rs`
-//!   (a wait connection's outcomes by wait id); below them
-//!   `releasing.rs` (releases sent and not yet answered) and `turns.rs` (one acquisition
-//!   at a time per key and owner), `per_thread.rs` (the [`blocking`] API's runtime and
-//!   per-thread owner ids, and the default owner of an async acquisition: its task's, or
-//!   its thread's); below them `pair.rs` (a key and owner as a map key),
-//!   `commands.rs` (every command the client sends), `holding.rs` (one holding's safe
-//!   deadline and loss, [`LostSignal`]), `config.rs` ([`ClientOptions`]), `options.rs`
-//!   ([`LockOptions`]), `slots.rs`, `info.rs`, `quorum.rs` (majorities, a quorum's deadline
-//!   and token); below them `error.rs`.
+//! `src/` has one folder per layer, top to bottom: `several/` ([`MultiLock`], [`RedLock`]);
+//! the public API beside `lib.rs` (`client.rs`, `lock.rs`, [`blocking`]); `acquire/`
+//! (acquiring, waiting, recovering; [`Guard`]); `core/` (what a client's handles share, and
+//! closing); `hold/` (holdings and the watchdog); `net/` (connections, routing, wait
+//! connections); `pure/` (errors, options, commands, majorities; no connection). A file uses
+//! only files of the layers below its own, and each folder's `mod.rs` says what it may use
+//! (`tests/layering.rs` checks it; `docs/architecture.md` has the map).
 
 #![warn(missing_docs)]
 
 mod acquire;
-mod attempt;
 pub mod blocking;
-mod channel;
 mod client;
-mod commands;
-mod config;
 mod core;
-mod detach;
-mod election;
-mod error;
-mod guard;
-mod holding;
-mod identity;
-mod info;
-mod keeper;
+mod hold;
 mod lock;
-mod mailbox;
-mod members;
-mod multi;
-mod node;
-mod options;
-mod pair;
-mod per_thread;
-mod pool;
-mod pull;
-mod push;
-mod quorum;
-mod recover;
-mod redlock;
-mod redlock_guard;
-mod registry;
-mod releasing;
-mod replicas;
-mod rounds;
-mod router;
-mod sentinel;
-mod signal;
-mod slots;
-mod ticket;
-mod tickets;
-mod topology;
-mod turns;
-mod wait;
-mod watchdog;
+mod net;
+mod pure;
+mod several;
 
 /// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
 /// so that an application on another version of `redis` builds the commands it hands to
@@ -291,16 +227,16 @@ mod watchdog;
 /// [`Error::Redis`] are this crate's too.
 pub use redis;
 
+pub use acquire::guard::Guard;
 pub use client::{Client, Owner};
-pub use config::ClientOptions;
-pub use error::{Error, LossReason, Result};
-pub use guard::Guard;
-pub use holding::LostSignal;
-pub use info::LockInfo;
+pub use hold::watchdog::WatchdogStats;
 pub use lock::Lock;
-pub use multi::{MultiGuard, MultiLock};
-pub use options::{LockOptions, DEFAULT_LEASE};
-pub use redlock::RedLock;
-pub use redlock_guard::RedLockGuard;
-pub use signal::GroupSignal;
-pub use watchdog::WatchdogStats;
+pub use pure::config::ClientOptions;
+pub use pure::error::{Error, LossReason, Result};
+pub use pure::holding::LostSignal;
+pub use pure::info::LockInfo;
+pub use pure::options::{LockOptions, DEFAULT_LEASE};
+pub use several::multi::{MultiGuard, MultiLock};
+pub use several::redlock::RedLock;
+pub use several::redlock_guard::RedLockGuard;
+pub use several::signal::GroupSignal;

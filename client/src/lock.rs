@@ -1,18 +1,18 @@
 //! A named lock: its options, and its acquisitions (each run as a task of its own, see
-//! `acquire.rs`, so that a dropped `acquire` future leaks no hold).
+//! `acquire/cancel_safe.rs`, so that a dropped `acquire` future leaks no hold).
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::acquire;
-use crate::core::Core;
-use crate::error::{Error, Result};
-use crate::guard::Guard;
-use crate::holding::LostSignal;
-use crate::info::LockInfo;
-use crate::options::LockOptions;
+use crate::acquire::cancel_safe;
+use crate::acquire::guard::Guard;
+use crate::core::shared::Core;
+use crate::pure::error::{Error, Result};
+use crate::pure::holding::LostSignal;
+use crate::pure::info::LockInfo;
+use crate::pure::options::LockOptions;
 
 /// A lock on one Redis key, from [`Client::lock`] (owned by the acquiring task: reentrant per
 /// task) or [`Owner::lock`](crate::Owner::lock) (owned by that owner).
@@ -171,8 +171,8 @@ impl Lock {
     pub(crate) async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
         let owner = match &self.owner {
             Some(id) => id.to_string(),
-            None => crate::per_thread::caller_owner(self.core.id()),
+            None => crate::pure::per_thread::caller_owner(self.core.id()),
         };
-        acquire::acquire(&self.core, &self.key, owner, self.options, limit).await
+        cancel_safe::acquire(&self.core, &self.key, owner, self.options, limit).await
     }
 }

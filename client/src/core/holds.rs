@@ -1,0 +1,101 @@
+//! What a client's `Core` does with holdings: records them with the watchdog and stops
+//! renewing them, counts the holds it knows of, gives an acquisition its turn, and closes
+//! (stops new acquisitions, releases every hold).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::core::shared::Core;
+use crate::hold::registry::{Grant, Holding};
+use crate::hold::watchdog::WatchdogStats;
+use crate::net::router::Router;
+use crate::pure::commands;
+use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::turns::Turn;
+
+impl Core {
+    /// Stops new acquisitions, and releases every hold of the client's guards (they report
+    /// [`LossReason::Closed`] from then on). Returns the first error, after trying them all.
+    pub(crate) async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
+        let held = self.watchdog.drain();
+        self.quiesce().await;
+        let mut releases = tokio::task::JoinSet::new();
+        for (holding, holds) in held {
+            holding.mark_lost(LossReason::Closed);
+            releases.spawn(release_holds(self.router.clone(), holding, holds));
+        }
+        let mut first = Ok(());
+        while let Some(done) = releases.join_next().await {
+            let outcome = done.unwrap_or_else(|_| Err(Error::internal("a release ended early")));
+            if let (Ok(()), Err(err)) = (&first, outcome) {
+                first = Err(err);
+            }
+        }
+        first
+    }
+
+    /// Records a grant with the watchdog; the holding its guard shares.
+    pub(crate) fn register(&self, grant: &Grant<'_>) -> Arc<Holding> {
+        self.watchdog.register(grant)
+    }
+
+    /// Stops renewing one hold at once; true if a `LOCK.RELEASE` must follow.
+    pub(crate) fn unregister(&self, holding: &Holding, watchdog: bool) -> bool {
+        self.watchdog.unregister(holding, watchdog)
+    }
+
+    /// Waits until no renewal round is in flight.
+    pub(crate) async fn quiesce(&self) {
+        self.watchdog.quiesce().await;
+    }
+
+    /// Marks a holding lost, counting and reporting the loss if it is news.
+    pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
+        self.watchdog.mark_lost(holding, reason);
+    }
+
+    /// The release a true [`Core::unregister`] called for was answered (or is not sent).
+    pub(crate) fn released(&self, holding: &Holding) {
+        self.watchdog.released(holding);
+    }
+
+    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
+    /// its guards' and the releases in flight.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+        self.watchdog.known(key, owner)
+    }
+
+    /// The turn of an acquisition of `key` by `owner` (see `turns.rs`), waited for until
+    /// `deadline`; `None` if the lock stayed busy.
+    pub(crate) async fn take_turn(
+        &self,
+        key: &str,
+        owner: &str,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<Turn> {
+        let grace = self.options.response_timeout_duration();
+        self.turns.take(key, owner, deadline, grace).await
+    }
+
+    /// Counters of the watchdog's work.
+    pub(crate) fn watchdog_stats(&self) -> WatchdogStats {
+        self.watchdog.stats()
+    }
+}
+
+/// Sends `holds` releases of `holding`, stopping when the server says it is free or not held.
+async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize) -> Result<()> {
+    let (key, owner) = (&holding.key, &holding.owner);
+    let cmd = commands::release(key, owner, holding.token);
+    for _ in 0..holds {
+        let answer = router.query_fresh::<u64>(key, &cmd).await;
+        match answer.map_err(|e| Error::from_command(e, key, owner)) {
+            Ok(0) | Err(Error::NotHeld { .. }) => return Ok(()),
+            Ok(_) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    tracing::debug!(%key, %owner, holds, "released at close");
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! The commands a client sends through its `Core`: on the shared connection of the node that
+//! serves a key, on a wait connection of its own or the node's ticket connection, and the
+//! lock's administration (`LOCK.INFO`, `LOCK.FORCERELEASE`, `LOCK.RELEASE`).
+
+use std::future::Future;
+
+use redis::{Cmd, FromRedisValue, RedisResult, Value};
+
+use crate::core::shared::Core;
+use crate::net::pool::WaitConn;
+use crate::net::router::Sent;
+use crate::net::tickets::{Carried, Tickets};
+use crate::pure::commands;
+use crate::pure::error::{timed_out, Error, Result};
+use crate::pure::info::LockInfo;
+
+impl Core {
+    /// `cmd` on `key`, over the shared connection of the node that serves it.
+    pub(crate) async fn query<T: FromRedisValue>(&self, key: &str, cmd: &Cmd) -> RedisResult<T> {
+        self.router.query(key, cmd).await
+    }
+
+    /// `cmd` on `key`, over a wait connection of its own to the node that serves it; the
+    /// answer, and the connection that gave it (to give back with [`Core::give_back`]).
+    /// Bounded by the response timeout, as the shared connection is (wait connections have
+    /// no timeout of their own); a connection whose answer is late is dropped.
+    pub(crate) async fn query_own<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<(RedisResult<T>, WaitConn)> {
+        let late = tokio::time::sleep(self.options.response_timeout_duration());
+        match self.send_own(key, || cmd, late).await? {
+            Sent::Answered(answer, own) => Ok((answer, own)),
+            Sent::Interrupted((), _) => {
+                Err(timed_out("no reply in time on a connection of its own"))
+            }
+        }
+    }
+
+    /// The command `make` builds, on `key`, over a wait connection of its own, unless
+    /// `interrupt` comes first (see [`Router::follow`](crate::net::router::Router::follow)).
+    pub(crate) async fn send_own<T, C, I>(
+        &self,
+        key: &str,
+        make: impl FnMut() -> C,
+        interrupt: impl Future<Output = I>,
+    ) -> RedisResult<Sent<T, WaitConn, I>>
+    where
+        T: FromRedisValue,
+        C: std::borrow::Borrow<Cmd>,
+    {
+        self.router.follow(key, &self.waits, make, interrupt).await
+    }
+
+    /// The command `make` builds, on `key`, over the wait connection of the node that serves
+    /// it (`tickets.rs`), unless `interrupt` comes first (see
+    /// [`Router::follow`](crate::net::router::Router::follow)).
+    pub(crate) async fn send_ticket<T, C, I>(
+        &self,
+        key: &str,
+        make: impl FnMut() -> C,
+        interrupt: impl Future<Output = I>,
+    ) -> RedisResult<Sent<T, Carried, I>>
+    where
+        T: FromRedisValue,
+        C: std::borrow::Borrow<Cmd>,
+    {
+        self.router
+            .follow(key, &self.tickets, make, interrupt)
+            .await
+    }
+
+    /// The client's wait connections.
+    pub(crate) fn tickets(&self) -> &Tickets {
+        &self.tickets
+    }
+
+    /// Gives back a wait connection whose last command was answered (never a killed one).
+    pub(crate) fn give_back(&self, conn: WaitConn) {
+        self.waits.put(conn);
+    }
+
+    /// Asks again where things are after a `READONLY` or `TRYAGAIN`: the sentinels for the
+    /// master, or the cluster for its slot map.
+    pub(crate) async fn refresh_route(&self) {
+        self.router.refresh().await;
+    }
+
+    /// `cmd` on `key` as [`Core::query`] does, sent once more if the connection was
+    /// dropped: for commands that may run twice (see
+    /// [`Router::query_again`](crate::net::router::Router::query_again)).
+    pub(crate) async fn query_again<T: FromRedisValue>(
+        &self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        self.router.query_again(key, cmd).await
+    }
+
+    /// Whether a failed node can be replaced by another (Sentinel, Redis Cluster).
+    pub(crate) fn follows_failovers(&self) -> bool {
+        self.router.follows_failovers()
+    }
+
+    /// Whether the node that serves `key` answers a `PING` within the response timeout.
+    pub(crate) async fn probe(&self, key: &str) -> RedisResult<()> {
+        self.query_again::<String>(key, &commands::ping())
+            .await
+            .map(drop)
+    }
+
+    /// `LOCK.INFO name`: the lock's state, or `None` if it is free.
+    pub(crate) async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
+        let reply = self.query_again(name, &commands::info(name)).await;
+        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        Ok(LockInfo::from_reply(reply)?)
+    }
+
+    /// `LOCK.FORCERELEASE name`: true if a lock was removed.
+    pub(crate) async fn force_release(&self, name: &str) -> Result<bool> {
+        let removed: i64 = self.admin(name, &commands::force_release(name)).await?;
+        Ok(removed == 1)
+    }
+
+    /// `LOCK.RELEASE key owner TOKEN token`: the holds that remain.
+    pub(crate) async fn release(&self, key: &str, owner: &str, token: u64) -> RedisResult<u64> {
+        let cmd = commands::release(key, owner, token);
+        self.router.query_fresh(key, &cmd).await
+    }
+
+    /// `cmd` on `name`, with an unknown command read as a missing module.
+    async fn admin<T: FromRedisValue>(&self, name: &str, cmd: &Cmd) -> Result<T> {
+        let reply = self.query(name, cmd).await;
+        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
+    }
+}

@@ -1,0 +1,15 @@
+//! The pure pieces: errors, options, the commands the client sends, replies read into
+//! values, a holding's deadline and loss, majorities, and the bookkeeping of turns and
+//! threads. No connection and no server in here; they use only each other.
+
+pub(crate) mod commands;
+pub(crate) mod config;
+pub(crate) mod error;
+pub(crate) mod holding;
+pub(crate) mod info;
+pub(crate) mod options;
+pub(crate) mod pair;
+pub(crate) mod per_thread;
+pub(crate) mod quorum;
+pub(crate) mod slots;
+pub(crate) mod turns;
