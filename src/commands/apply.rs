@@ -6,13 +6,13 @@
 
 use redis_module::raw;
 
-use crate::args::{self, strict_i64};
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::host::{config, node};
 use crate::store::{LockEntry, LockKey, Mode};
-use crate::token::TOKENS;
-use crate::{config, node};
+use rlock_core::args::{self, strict_i64};
+use rlock_core::error::LockError;
+use rlock_core::reply::Reply;
+use rlock_core::token::TOKENS;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ApplyArgs {

@@ -6,11 +6,13 @@
 
 use redis_module::raw;
 
-use crate::args::strict_i64;
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::reply::Reply;
-use crate::{node, receiving, tickets};
+use crate::commands::dispatch::Args;
+use crate::handoff::ticket_wait;
+use crate::host::node;
+use crate::waits::tickets;
+use rlock_core::args::strict_i64;
+use rlock_core::error::LockError;
+use rlock_core::reply::Reply;
 
 /// Parses `argv` (command name first): the wait id.
 pub fn parse(argv: &[&[u8]]) -> Result<u64, LockError> {
@@ -29,7 +31,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let key = redis_module::RedisString::string_as_slice(args.key()?);
     let db = node::selected_db(ctx);
     let caller = tickets::me(ctx)?;
-    Ok(match receiving::cancel(ctx, (db, key), id, &caller)? {
+    Ok(match ticket_wait::cancel(ctx, (db, key), id, &caller)? {
         Some(n) => Reply::Integer(n),
         None => Reply::Nil,
     })

@@ -6,10 +6,10 @@ use std::slice;
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::guard;
-use crate::reply::{error_line, Reply};
+use crate::host::guard;
 use crate::store::Name;
+use rlock_core::error::LockError;
+use rlock_core::reply::{error_line, Reply};
 
 /// The arguments of one call, command name first: the strings Redis passed and their
 /// bytes, both valid for the whole call. The bytes of the command name and of the key are

@@ -9,12 +9,14 @@
 
 use redis_module::raw;
 
-use crate::args::strict_i64;
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::ffi::api;
-use crate::reply::Reply;
-use crate::{blocked, node, receiving, tickets};
+use crate::commands::dispatch::Args;
+use crate::handoff::ticket_wait;
+use crate::host::ffi::api;
+use crate::host::node;
+use crate::waits::{blocked, tickets};
+use rlock_core::args::strict_i64;
+use rlock_core::error::LockError;
+use rlock_core::reply::Reply;
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct GrantsArgs {
@@ -79,7 +81,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let mails = tickets::take_mail(receiver, parsed.count.unwrap_or(usize::MAX));
     match parsed.block {
         Some(block_ms) if mails.is_empty() && node::can_block(ctx) => {
-            receiving::park(ctx, receiver, block_ms)?;
+            ticket_wait::park(ctx, receiver, block_ms)?;
             Ok(Reply::Sent)
         }
         Some(_) if mails.is_empty() => Ok(Reply::Nil),

@@ -4,12 +4,13 @@ use std::ffi::c_char;
 
 use redis_module::raw;
 
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::ffi::api;
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::host::ffi::api;
+use crate::host::node;
 use crate::store::{LockKey, Mode};
-use crate::{node, waiters};
+use crate::waits::queues;
+use rlock_core::error::LockError;
+use rlock_core::reply::Reply;
 
 /// Checks `argv` (command name first): exactly one key.
 pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
@@ -26,7 +27,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         return Ok(Reply::Nil);
     };
     let ttl = key.ttl_ms()?;
-    let waiting = waiters::queue_len(node::selected_db(ctx), key.name());
+    let waiting = queues::queue_len(node::selected_db(ctx), key.name());
     let reply_map = api!(RedisModule_ReplyWithMap);
     let reply_buffer = api!(RedisModule_ReplyWithStringBuffer);
     let reply_int = api!(RedisModule_ReplyWithLongLong);

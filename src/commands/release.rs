@@ -2,13 +2,15 @@
 
 use redis_module::raw;
 
-use crate::args;
-use crate::dispatch::Args;
-use crate::error::{self, LockError, Opt};
-use crate::lock::{self, ReleaseStep};
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::handoff::{door, expiry};
+use crate::host::gate;
 use crate::store::{LockKey, Mode, Replicate};
-use crate::{counters, expiry, gate, handoff};
+use rlock_core::args;
+use rlock_core::counters;
+use rlock_core::error::{self, LockError, Opt};
+use rlock_core::lock::{self, ReleaseStep};
+use rlock_core::reply::Reply;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReleaseArgs<'a> {
@@ -47,7 +49,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         ReleaseStep::Freed => {
             // Replayed on a replica or from the AOF, the lock is there with this one hold
             // (it cannot expire there), so the command deletes it as it did here.
-            let handed = handoff::end_holding(ctx, &key, Replicate::Command, true)?;
+            let handed = door::end_holding(ctx, &key, Replicate::Command, true)?;
             expiry::handed(ctx, key.name(), handed);
             counters::RELEASED.bump();
             Ok(Reply::Integer(0))

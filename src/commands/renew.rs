@@ -2,12 +2,14 @@
 
 use redis_module::raw;
 
-use crate::args;
-use crate::dispatch::Args;
-use crate::error::{LockError, Opt};
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::handoff::expiry;
+use crate::host::{config, gate, node};
 use crate::store::{LockKey, Mode};
-use crate::{config, counters, expiry, gate, node};
+use rlock_core::args;
+use rlock_core::counters;
+use rlock_core::error::{LockError, Opt};
+use rlock_core::reply::Reply;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct RenewArgs<'a> {

@@ -8,17 +8,18 @@ use std::ffi::c_int;
 
 use redis_module::raw;
 
-use crate::args::{self, strict_i64, Options};
-use crate::channel::GRANTS_PREFIX;
-use crate::dispatch::Args;
-use crate::error::{LockError, Opt};
-use crate::ffi::{api, OwnedString};
-use crate::receiving::{self, Route, To};
-use crate::reply::Reply;
-use crate::tickets::{self, Delivery, Me};
-use crate::{config, counters, gate, node};
+use crate::commands::dispatch::Args;
+use crate::handoff::ticket_wait::{self, Route, To};
+use crate::host::ffi::{api, OwnedString};
+use crate::host::{config, gate, node};
+use crate::waits::tickets::{self, Delivery, Me};
+use rlock_core::args::{self, strict_i64, Options};
+use rlock_core::channel::GRANTS_PREFIX;
+use rlock_core::counters;
+use rlock_core::error::{LockError, Opt};
+use rlock_core::reply::Reply;
 
-use super::acquire::{attempt, Attempt};
+use crate::handoff::take::{self, Attempt};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct WaitArgs<'a> {
@@ -70,13 +71,14 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let me = tickets::me(ctx)?;
     let to = receiver(ctx, &me, parsed.to)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let (key, db, held_back) = match attempt(ctx, args, parsed.owner, lease)? {
-        Attempt::Held(token) => return reply(ctx, c"held", token),
-        Attempt::Contended { key, db, held_back } => (key, db, held_back),
-    };
+    let (key, db, held_back) =
+        match take::attempt(ctx, args.key()?, (args.name(2)?, parsed.owner), lease)? {
+            Attempt::Held(token) => return reply(ctx, c"held", token),
+            Attempt::Contended { key, db, held_back } => (key, db, held_back),
+        };
     let wait = parsed.options.wait.unwrap_or(0);
     let route = Route { sender: &me, to };
-    let id = receiving::queue(
+    let id = ticket_wait::queue(
         ctx,
         (db, &key),
         parsed.owner,

@@ -6,14 +6,17 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::ffi::OwnedString;
-use crate::gate::{self, Verdict};
-use crate::lock::{self, ReleaseStep};
-use crate::registry::{Db, Grant};
+use crate::handoff::{door, expiry};
+use crate::host::ffi::OwnedString;
+use crate::host::gate::{self, Verdict};
+use crate::host::{config, guard, node};
 use crate::store::{LockKey, Mode, Name, Replicate};
-use crate::waiters::{self, id_of, Bc, Waiter};
-use crate::{blocked, config, counters, expiry, guard, handoff, node, tickets};
+use crate::waits::queues::{self, id_of, Bc, Waiter};
+use crate::waits::{blocked, tickets};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::lock::{self, ReleaseStep};
+use rlock_core::registry::{Db, Grant};
 
 /// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
 /// will hold the lock with a lease of `lease_ms`. `held_back`: the gate holds a free lock
@@ -37,7 +40,7 @@ pub fn wait(
         deadline_timer: blocked.deadline_timer,
         wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
     };
-    waiters::enqueue(db, key.name(), waiter);
+    queues::enqueue(db, key.name(), waiter);
     // The client is blocked now: whatever happens next, the command's reply is sent later.
     watch(ctx, db, key, now, held_back);
     Ok(())
@@ -65,12 +68,11 @@ pub fn watch(
 /// unread in mailboxes) or `rlock.max-waiters-per-key` (on this lock); 0 means no limit.
 pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
     let (total, per_key) = (config::max_waiters(), config::max_waiters_per_key());
-    let held = || waiters::count().saturating_add(tickets::unread());
+    let held = || queues::count().saturating_add(tickets::unread());
     if total > 0 && held() >= usize::try_from(total).unwrap_or(usize::MAX) {
         return Err(LockError::TooManyWaiters(total));
     }
-    if per_key > 0 && waiters::queue_len(db, key) >= usize::try_from(per_key).unwrap_or(usize::MAX)
-    {
+    if per_key > 0 && queues::queue_len(db, key) >= usize::try_from(per_key).unwrap_or(usize::MAX) {
         return Err(LockError::TooManyWaitersForKey(per_key));
     }
     Ok(())
@@ -78,10 +80,10 @@ pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
 
 unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("waiter disconnected", || {
-        if let Some(waiter) = waiters::take(bc, None) {
+        if let Some(waiter) = queues::take(bc, None) {
             blocked::stop_deadline(ctx, waiter.deadline_timer);
             blocked::release_handle(bc)?;
-        } else if let Some(grant) = waiters::take_grant(bc) {
+        } else if let Some(grant) = queues::take_grant(bc) {
             // Handed the lock, but gone before its reply: nobody will ever know it holds
             // it. Take the hold back once this callback is over.
             schedule_revoke(ctx, grant, 0)?;
@@ -140,7 +142,7 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
             key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
-            let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
+            let handed = door::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
             expiry::handed(ctx, key.name(), handed);
         }
         ReleaseStep::NotHeld => return Ok(()),

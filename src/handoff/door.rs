@@ -12,15 +12,17 @@
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::ffi::OwnedString;
-use crate::gate::{self, Ask, Verdict};
-use crate::node;
-use crate::reply::Outcome;
+use crate::host::ffi::OwnedString;
+use crate::host::gate::{self, Ask, Verdict};
+use crate::host::node;
+use crate::store::publish;
 use crate::store::{LockEntry, LockKey, Name, Over, Replicate};
-use crate::token::{self, TOKENS};
-use crate::{blocked, tickets, waiters};
-use crate::{counters, ending, publish, registry};
+use crate::waits::finish;
+use crate::waits::{blocked, queues, tickets};
+use rlock_core::error::LockError;
+use rlock_core::reply::Outcome;
+use rlock_core::token::{self, TOKENS};
+use rlock_core::{counters, registry};
 
 /// Who a fresh holding is for.
 pub struct Claim<'a> {
@@ -104,8 +106,8 @@ pub fn hand_off(
     // other tickets leave the queue without a holding written for each.
     let mut deaf: Vec<u64> = Vec::new();
     // Bounded by the queue: each turn that does not return takes one waiter out.
-    for _ in 0..=waiters::queue_len(db, key.name()) {
-        let Some(first) = waiters::first(db, key.name()) else {
+    for _ in 0..=queues::queue_len(db, key.name()) {
+        let Some(first) = queues::first(db, key.name()) else {
             break;
         };
         let push_to = tickets::push_receiver(first.client, first.id);
@@ -132,7 +134,7 @@ pub fn hand_off(
             }
             Ok(Door::Shut(verdict)) => verdict,
             Err(e) => {
-                ending::refuse_queue(ctx, db, key.name(), &e.to_string());
+                finish::refuse_queue(ctx, db, key.name(), &e.to_string());
                 return Err(e);
             }
         };
@@ -143,7 +145,7 @@ pub fn hand_off(
                 later = Some(at);
                 break;
             }
-            Verdict::Refuse(text) => ending::refuse_queue(ctx, db, key.name(), &text),
+            Verdict::Refuse(text) => finish::refuse_queue(ctx, db, key.name(), &text),
             Verdict::Go => {}
         }
     }
@@ -164,10 +166,10 @@ fn grant(
     key: &[u8],
     token: i64,
 ) -> Result<bool, LockError> {
-    let Some(waiter) = waiters::pop_first(db, key) else {
+    let Some(waiter) = queues::pop_first(db, key) else {
         return Ok(true);
     };
-    let delivered = ending::grant(ctx, db, key, waiter, token)?;
+    let delivered = finish::grant(ctx, db, key, waiter, token)?;
     if delivered {
         counters::HANDOFFS.bump();
     }
@@ -177,7 +179,7 @@ fn grant(
 /// The first waiter of `key` is a push ticket whose receiver took no grant in this call:
 /// it leaves the queue, and there is nobody to tell.
 fn drop_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
-    if let Some(waiter) = waiters::pop_first(db, key) {
+    if let Some(waiter) = queues::pop_first(db, key) {
         blocked::stop_deadline(ctx, waiter.deadline_timer);
         tickets::forget(waiter.id);
     }
@@ -185,8 +187,8 @@ fn drop_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
 
 /// The first waiter of `key` is past its `WAIT` limit: it gets nil.
 fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
-    if let Some(waiter) = waiters::pop_first(db, key) {
-        ending::end(ctx, &waiter, Outcome::TimedOut);
+    if let Some(waiter) = queues::pop_first(db, key) {
+        finish::end(ctx, &waiter, Outcome::TimedOut);
         counters::WAIT_TIMEOUTS.bump();
     }
 }
@@ -202,7 +204,7 @@ pub fn end_holding(
 ) -> Result<Handed, LockError> {
     // A release replayed from the master deletes, as it did there; a replica's own
     // waiters (there are none: a replica refuses them) are not its master's.
-    let handed = if waiters::any() && !node::from_replication(ctx) {
+    let handed = if queues::any() && !node::from_replication(ctx) {
         hand_off(ctx, node::selected_db(ctx), key, Over::Other, in_command)?
     } else {
         Handed::Nobody

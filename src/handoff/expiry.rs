@@ -10,13 +10,15 @@ use std::ffi::{c_int, c_void, CStr};
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::ffi::OwnedString;
-use crate::gate::{self, Verdict};
-use crate::handoff::{self, Handed};
-use crate::registry::Db;
+use crate::handoff::door::{self, Handed};
+use crate::host::ffi::OwnedString;
+use crate::host::gate::{self, Verdict};
+use crate::host::{guard, node};
 use crate::store::{while_self_notifying, LockKey, Mode, Over};
-use crate::{counters, ending, guard, node, token, waiters};
+use crate::waits::{finish, queues};
+use rlock_core::error::LockError;
+use rlock_core::registry::Db;
+use rlock_core::{counters, token};
 
 /// Why a check runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +50,11 @@ struct Check {
 /// The lease of `key` now ends at `deadline_ms`: if the lock has waiters, make sure a check
 /// runs right after it.
 pub fn lease_moved(ctx: *mut raw::RedisModuleCtx, key: &[u8], deadline_ms: i64) {
-    if !waiters::any() {
+    if !queues::any() {
         return;
     }
     let db = node::selected_db(ctx);
-    if waiters::queue_len(db, key) > 0 {
+    if queues::queue_len(db, key) > 0 {
         arm(ctx, db, key, deadline_ms);
     }
 }
@@ -72,11 +74,11 @@ pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Handed) {
 /// until the queue is drained into holdings that no longer exist; its waiters get `-OOM`.
 pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
     let db = node::selected_db(ctx);
-    if waiters::queue_len(db, key) == 0 {
+    if queues::queue_len(db, key) == 0 {
         return;
     }
     if event == c"evicted" {
-        ending::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
+        finish::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
         return;
     }
     let expired = event == c"expired";
@@ -91,7 +93,7 @@ pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
 /// `db`: check every lock with waiters there.
 pub fn on_flush(ctx: *mut raw::RedisModuleCtx, db: c_int) {
     let db = (db >= 0).then_some(db);
-    for (d, key) in waiters::queued_keys(db) {
+    for (d, key) in queues::queued_keys(db) {
         let check = Check::now(d, key, Cause::Event { expired: false });
         schedule(ctx, check, 0);
     }
@@ -102,7 +104,7 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) 
     stop_stale(ctx);
     // The lease is over when the clock reaches its deadline (Redis itself would keep the
     // key through that millisecond): the check hands it on then.
-    if waiters::claim_check(db, key, deadline_ms) {
+    if queues::claim_check(db, key, deadline_ms) {
         // Rounded down: Redis's event loop may wake up to 1 ms after a timer is due, so
         // the timer aims at the start of the deadline's millisecond and a check that comes
         // early re-arms for the next turn of the loop.
@@ -121,7 +123,7 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) 
         // The later check this one replaces (a lease shortened) is stopped: renewals must
         // not pile up timers.
         let replaced = schedule(ctx, check, delay)
-            .and_then(|timer| waiters::replace_check_timer(db, key, timer));
+            .and_then(|timer| queues::replace_check_timer(db, key, timer));
         if let Some(old) = replaced {
             stop(ctx, old);
         }
@@ -132,7 +134,7 @@ pub fn arm(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], deadline_ms: i64) 
 /// again, over and over, must not pile up timers until its lease ends. Run whenever a check
 /// is armed, and by the heartbeat.
 pub fn stop_stale(ctx: *mut raw::RedisModuleCtx) {
-    for timer in waiters::take_stale_timers() {
+    for timer in queues::take_stale_timers() {
         stop(ctx, timer);
     }
 }
@@ -177,7 +179,7 @@ extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     node::timer_fired();
     guard::callback("lock expiry timer", || {
         let now = node::now_ms().max(check.fire_at);
-        waiters::check_ran(check.db, &check.key, now, check.timer);
+        queues::check_ran(check.db, &check.key, now, check.timer);
         check_lock(ctx, &check)
     });
 }
@@ -185,7 +187,7 @@ extern "C" fn run_check(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 /// Hands a free lock to its first waiter, or re-arms the timer of a held one; on a node
 /// that may not write now, comes back later (or sends the waiters away, on a replica).
 fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockError> {
-    if waiters::queue_len(check.db, &check.key) == 0 {
+    if queues::queue_len(check.db, &check.key) == 0 {
         return Ok(());
     }
     // Before the key is opened: a key opened for writing during a pause is not expired.
@@ -195,7 +197,7 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
             return Ok(());
         }
         Verdict::Refuse(text) => {
-            ending::refuse_queue(ctx, check.db, &check.key, &text);
+            finish::refuse_queue(ctx, check.db, &check.key, &text);
             return Ok(());
         }
         Verdict::Go | Verdict::Expired => {}
@@ -226,7 +228,7 @@ fn serve_or_rearm(
     if let Some(vacancy) = vacancy {
         // The one door: the gate decides (role, pause, route, stall, failover delay,
         // memory, replicas, the waiter's own WAIT limit).
-        match handoff::hand_off(ctx, check.db, &key, vacancy, false)? {
+        match door::hand_off(ctx, check.db, &key, vacancy, false)? {
             Handed::To(_) if lease_end => counters::EXPIRY_HANDOFFS.bump(),
             Handed::NotNow(at) | Handed::Gone(Some(at)) => {
                 arm(ctx, check.db, &check.key, at);
@@ -236,7 +238,7 @@ fn serve_or_rearm(
         }
     }
     let ttl = key.ttl_ms()?;
-    if ttl >= 0 && waiters::queue_len(check.db, &check.key) > 0 {
+    if ttl >= 0 && queues::queue_len(check.db, &check.key) > 0 {
         arm(
             ctx,
             check.db,

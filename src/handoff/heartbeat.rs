@@ -9,9 +9,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::stall::{BEAT_MS, STALLS};
-use crate::{expiry, gate, guard, node, waiters};
+use crate::handoff::expiry;
+use crate::host::{gate, guard, node};
+use crate::waits::queues;
+use rlock_core::error::LockError;
+use rlock_core::stall::{BEAT_MS, STALLS};
 
 /// When the failover delay ended at the last beat (Unix ms; 0: no delay).
 static DELAY_END: AtomicI64 = AtomicI64::new(0);
@@ -44,7 +46,7 @@ extern "C" fn beat(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
         expiry::stop_stale(ctx);
         gate::learn_role(ctx);
         let delay_end = gate::fenced_until(now).unwrap_or(0);
-        if DELAY_END.swap(delay_end, Ordering::Relaxed) != delay_end && waiters::any() {
+        if DELAY_END.swap(delay_end, Ordering::Relaxed) != delay_end && queues::any() {
             // Every lock with waiters is checked again: the gate says when to come back.
             expiry::on_flush(ctx, -1);
         }

@@ -6,14 +6,17 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::blocked::{self, Deadline};
-use crate::error::LockError;
-use crate::registry::Db;
-use crate::reply::Outcome;
+use crate::handoff::blocked_wait;
+use crate::host::{guard, node};
 use crate::store::LockKey;
-use crate::tickets::{self, client_of, Delivery, Me};
-use crate::waiters::{self, Bc, Waiter};
-use crate::{counters, ending, guard, node, waiting};
+use crate::waits::blocked::{self, Deadline};
+use crate::waits::finish;
+use crate::waits::queues::{self, Bc, Waiter};
+use crate::waits::tickets::{self, client_of, Delivery, Me};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::registry::Db;
+use rlock_core::reply::Outcome;
 
 /// Who receives a ticket's outcome, and how.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +41,7 @@ pub fn queue(
     held_back: Option<i64>,
     route: Route<'_>,
 ) -> Result<u64, LockError> {
-    waiting::admit(db, key.name())?;
+    blocked_wait::admit(db, key.name())?;
     let id = tickets::next_id();
     let client = client_of(id);
     let deadline_timer = blocked::arm_deadline(ctx, id, client, wait_ms, ticket_expired)?;
@@ -51,9 +54,9 @@ pub fn queue(
         deadline_timer,
         wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
     };
-    waiters::enqueue(db, key.name(), waiter);
+    queues::enqueue(db, key.name(), waiter);
     tickets::add(id, route.to.receiver, route.to.delivery, route.sender);
-    waiting::watch(ctx, db, key, now, held_back);
+    blocked_wait::watch(ctx, db, key, now, held_back);
     Ok(id)
 }
 
@@ -63,9 +66,9 @@ extern "C" fn ticket_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     node::timer_fired();
     guard::callback("ticket deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
-        if let Some(mut waiter) = waiters::take_entry(deadline.client, Some(deadline.id)) {
+        if let Some(mut waiter) = queues::take_entry(deadline.client, Some(deadline.id)) {
             waiter.deadline_timer = None; // it fired: its id may be another timer's now
-            ending::end(ctx, &waiter, Outcome::TimedOut);
+            finish::end(ctx, &waiter, Outcome::TimedOut);
             counters::WAIT_TIMEOUTS.bump();
         }
         Ok(())
@@ -83,15 +86,15 @@ pub fn cancel(
     caller: &Me,
 ) -> Result<Option<i64>, LockError> {
     let client = client_of(id);
-    if !waiters::waits_on(client, db, key) {
+    if !queues::waits_on(client, db, key) {
         return tickets::cancel_mailed(id, db, key, caller);
     }
     let tell = tickets::may_cancel_queued(id, caller).ok_or(LockError::NotYourWait(id))?;
-    let Some(waiter) = waiters::take_entry(client, Some(id)) else {
+    let Some(waiter) = queues::take_entry(client, Some(id)) else {
         return Ok(None);
     };
     if tell {
-        ending::end(
+        finish::end(
             ctx,
             &waiter,
             Outcome::Refused(LockError::Cancelled.to_string()),
@@ -108,7 +111,7 @@ pub fn cancel(
 pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
     for grant in tickets::receiver_gone(ctx, receiver) {
         guard::callback("revoking a mailed grant", || {
-            waiting::schedule_revoke(ctx, grant, 0)
+            blocked_wait::schedule_revoke(ctx, grant, 0)
         });
     }
 }
@@ -132,7 +135,7 @@ extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     guard::callback("grants deadline", || {
         let receiver = limit.client as u64;
         if let Some(bc) = tickets::unpark(receiver, limit.id) {
-            waiters::record_batch(bc, Vec::new());
+            queues::record_batch(bc, Vec::new());
             blocked::unblock(bc, Outcome::TimedOut)?;
         }
         Ok(())
@@ -145,10 +148,10 @@ extern "C" fn park_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
 unsafe extern "C" fn grants_left(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("grants client disconnected", || {
         tickets::forget_parked(ctx, bc);
-        match waiters::take_batch(bc) {
+        match queues::take_batch(bc) {
             Some(grants) => {
                 for grant in grants {
-                    waiting::schedule_revoke(ctx, grant, 0)?;
+                    blocked_wait::schedule_revoke(ctx, grant, 0)?;
                 }
                 Ok(())
             }

@@ -8,11 +8,15 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::ffi::api;
-use crate::token::{self, TOKENS};
-use crate::{config, ending, expiry, gate, guard, heartbeat, node, persist, receiving, store};
-use crate::{tickets, waiters};
+use crate::handoff::{expiry, heartbeat, ticket_wait};
+use crate::host::ffi::api;
+use crate::host::{config, gate, guard, node};
+use crate::store;
+use crate::store::persist;
+use crate::waits::finish;
+use crate::waits::{queues, tickets};
+use rlock_core::error::LockError;
+use rlock_core::token::{self, TOKENS};
 
 /// Keyspace events (generic, expired, evicted): a `RESTORE` (or a `MIGRATE` into this
 /// node) teaches the token counter the restored lock's token; any event on a lock with
@@ -37,7 +41,7 @@ unsafe extern "C" fn on_key_event(
         if event == c"restore" {
             guard::callback("learning a restored token", || store::learn_token(ctx, key));
         }
-        if waiters::any() {
+        if queues::any() {
             guard::callback("keyspace event", || {
                 let name = redis_module::RedisString::string_as_slice(key);
                 expiry::on_key_event(ctx, name, event);
@@ -125,7 +129,7 @@ unsafe extern "C" fn on_swapdb(
     data: *mut c_void,
 ) {
     guard::callback("swapdb event", || {
-        if data.is_null() || !waiters::any() {
+        if data.is_null() || !queues::any() {
             return Ok(());
         }
         // For this event Redis passes a RedisModuleSwapDbInfo.
@@ -149,7 +153,7 @@ unsafe extern "C" fn on_client_change(
         if gone && !data.is_null() && tickets::any_receiver() {
             // For this event Redis passes a RedisModuleClientInfo.
             let id = unsafe { (*data.cast::<raw::RedisModuleClientInfo>()).id };
-            receiving::receiver_gone(ctx, id);
+            ticket_wait::receiver_gone(ctx, id);
         }
         Ok(())
     });
@@ -174,7 +178,7 @@ unsafe extern "C" fn on_role_change(
             }
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
                 gate::role_changed(true);
-                ending::refuse(ctx, waiters::take_all(), gate::DEMOTED);
+                finish::refuse(ctx, queues::take_all(), gate::DEMOTED);
             }
             _ => {}
         }

@@ -9,10 +9,11 @@ use std::ffi::c_int;
 
 use redis_module::raw;
 
-use crate::counters;
-use crate::stall::STALLS;
-use crate::token::{self, TOKENS};
-use crate::{gate, guard, node, tickets, waiters};
+use crate::host::{gate, guard, node};
+use crate::waits::{queues, tickets};
+use rlock_core::counters;
+use rlock_core::stall::STALLS;
+use rlock_core::token::{self, TOKENS};
 
 /// Registers the `rlock` section of `INFO`.
 pub fn register(ctx: *mut raw::RedisModuleCtx) {
@@ -40,7 +41,7 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
 const BLOCKED_CLIENT_BYTES: usize = 28 * 1024;
 
 fn gauges() -> [(&'static str, i64); 8] {
-    let (queued, queues, bytes) = waiters::gauges();
+    let (queued, queues, bytes) = queues::gauges();
     let (tickets, unread, ticket_bytes) = tickets::gauges();
     // A ticket is no blocked client: it costs its registry entry and its tables alone.
     let memory = queued

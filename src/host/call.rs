@@ -23,9 +23,9 @@ use std::ptr;
 
 use redis_module::raw;
 
-use crate::error::{clip, FenceError, LockError, Refusal};
-use crate::fence;
-use crate::ffi::api;
+use crate::host::ffi::api;
+use rlock_core::error::{clip, FenceError, LockError, Refusal};
+use rlock_core::fence;
 
 /// The module string arguments of a command, its name first.
 pub type Argv<'a> = &'a [*mut raw::RedisModuleString];

@@ -10,8 +10,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use redis_module::{enum_configuration, raw};
 
-use crate::ffi::kept;
-use crate::guard;
+use crate::host::ffi::kept;
+use crate::host::guard;
 
 /// Default lease, in ms, when a command has no `LEASE`.
 pub static DEFAULT_LEASE: AtomicI64 = AtomicI64::new(DEFAULT_LEASE_MS);

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use redis_module::raw;
 
-use crate::config::{self, PublishMode};
-use crate::guard;
+use crate::host::config::{self, PublishMode};
+use crate::host::guard;
 
 const OK: c_int = raw::REDISMODULE_OK as c_int;
 const ERR: c_int = raw::REDISMODULE_ERR as c_int;

@@ -11,9 +11,9 @@ use std::ptr;
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::ffi::api;
-use crate::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
+use crate::host::ffi::api;
+use crate::host::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
+use rlock_core::error::LockError;
 
 const SINCE: &CStr = c"0.1.0";
 

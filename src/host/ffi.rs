@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use redis_module::raw;
 
-use crate::error::LockError;
+use rlock_core::error::LockError;
 
 /// Fetches a function pointer of the module API, or fails with an error naming it when
 /// this server does not export it.

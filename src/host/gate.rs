@@ -14,12 +14,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use redis_module::raw;
 
-use crate::cluster::{self, Endpoint, Route};
-use crate::error::LockError;
-use crate::stall::STALLS;
-use crate::verdict::{decide, Facts};
-pub use crate::verdict::{Verdict, DEMOTED};
-use crate::{config, node};
+use crate::host::{config, node};
+use rlock_core::cluster::{self, Endpoint, Route};
+use rlock_core::error::LockError;
+use rlock_core::stall::STALLS;
+use rlock_core::verdict::{decide, Facts};
+pub use rlock_core::verdict::{Verdict, DEMOTED};
 
 /// Who asks the gate for a fresh holding.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +78,7 @@ pub fn writes(ctx: *mut raw::RedisModuleCtx) -> Verdict {
     let flags = node::flags(ctx);
     let now = node::now_ms();
     if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 || writes_paused() {
-        return Verdict::Later(now.saturating_add(crate::verdict::PAUSED_RETRY_MS));
+        return Verdict::Later(now.saturating_add(rlock_core::verdict::PAUSED_RETRY_MS));
     }
     if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0
         || flags & raw::REDISMODULE_CTX_FLAGS_MASTER == 0

@@ -11,8 +11,8 @@ use std::sync::Once;
 
 use redis_module::logging;
 
-use crate::error::LockError;
-use crate::reply::Reply;
+use rlock_core::error::LockError;
+use rlock_core::reply::Reply;
 
 /// Runs the body of a function Redis calls; a panic is logged and `fallback` returned.
 pub fn entry<T>(name: &'static str, fallback: T, body: impl FnOnce() -> T) -> T {

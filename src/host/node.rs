@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use redis_module::raw;
 
-use crate::counters;
+use rlock_core::counters;
 
 /// Redis's clock in Unix milliseconds (the one TTLs are measured with).
 pub fn now_ms() -> i64 {

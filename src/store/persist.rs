@@ -17,9 +17,9 @@ use std::ffi::{c_int, c_void};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 
+use crate::host::{guard, node};
 use crate::store::learn_token_of;
-use crate::token::{self, TOKENS};
-use crate::{guard, node};
+use rlock_core::token::{self, TOKENS};
 
 /// Version of the auxiliary field's encoding.
 const ENCODING_VERSION: i32 = 0;

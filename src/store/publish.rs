@@ -6,10 +6,10 @@ use std::sync::atomic::AtomicPtr;
 
 use redis_module::raw;
 
-use crate::channel::{write_release_channel, RELEASE_MESSAGE};
-use crate::config::{self, PublishMode, CHANNEL_PREFIX};
-use crate::error::LockError;
-use crate::ffi::{api, kept, OwnedString};
+use crate::host::config::{self, PublishMode, CHANNEL_PREFIX};
+use crate::host::ffi::{api, kept, OwnedString};
+use rlock_core::channel::{write_release_channel, RELEASE_MESSAGE};
+use rlock_core::error::LockError;
 
 thread_local! {
     /// The channel name being built: its memory is reused from one release to the next.

@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis_module::raw;
 
-use crate::error::LockError;
-use crate::ffi::api;
-use crate::reply::{error_line, Outcome};
-use crate::waiters::{self, handle_of, id_of, Bc};
-use crate::{counters, guard, node};
+use crate::host::ffi::api;
+use crate::host::{guard, node};
+use crate::waits::queues::{self, handle_of, id_of, Bc};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::reply::{error_line, Outcome};
 
 /// Called when a blocked client disconnects.
 pub type OnDisconnect = unsafe extern "C" fn(*mut raw::RedisModuleCtx, Bc);
@@ -120,7 +121,7 @@ extern "C" fn wait_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     node::timer_fired();
     guard::callback("wait deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
-        if waiters::take_entry(deadline.client, Some(deadline.id)).is_some() {
+        if queues::take_entry(deadline.client, Some(deadline.id)).is_some() {
             unblock(handle_of(deadline.client), Outcome::TimedOut)?;
             counters::WAIT_TIMEOUTS.bump();
         }
@@ -143,8 +144,8 @@ fn send_outcome(ctx: *mut raw::RedisModuleCtx) {
     let outcome = unsafe {
         let bc = raw::RedisModule_GetBlockedClientHandle.map_or(ptr::null_mut(), |f| f(ctx));
         // The reply goes out now: its grants are delivered.
-        waiters::take_grant(bc);
-        waiters::take_batch(bc);
+        queues::take_grant(bc);
+        queues::take_batch(bc);
         raw::RedisModule_GetBlockedClientPrivateData
             .map(|f| f(ctx).cast::<Outcome>())
             .filter(|p| !p.is_null())

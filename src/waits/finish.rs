@@ -4,12 +4,12 @@
 
 use redis_module::raw;
 
-use crate::blocked;
-use crate::error::LockError;
-use crate::registry::{Db, Grant};
-use crate::reply::Outcome;
-use crate::tickets::{self, is_ticket};
-use crate::waiters::{self, handle_of, Waiter};
+use crate::waits::blocked;
+use crate::waits::queues::{self, handle_of, Waiter};
+use crate::waits::tickets::{self, is_ticket};
+use rlock_core::error::LockError;
+use rlock_core::registry::{Db, Grant};
+use rlock_core::reply::Outcome;
 
 /// Hands `waiter`, taken out of the queue of `key`, the holding just written with
 /// `token`; false when the grant reached nobody (a push receiver that left its channel):
@@ -32,7 +32,7 @@ pub fn grant(
         return tickets::deliver(ctx, &waiter, Outcome::Granted(token), Some(grant));
     }
     let bc = handle_of(waiter.client);
-    waiters::record_grant(bc, grant);
+    queues::record_grant(bc, grant);
     blocked::unblock(bc, Outcome::Granted(token))?;
     Ok(true)
 }
@@ -60,5 +60,5 @@ pub fn refuse(ctx: *mut raw::RedisModuleCtx, refused: Vec<Waiter>, text: &str) {
 
 /// Ends every wait queued on `key` with the error `text`.
 pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) {
-    refuse(ctx, waiters::take_queue(db, key), text);
+    refuse(ctx, queues::take_queue(db, key), text);
 }

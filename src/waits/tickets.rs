@@ -19,15 +19,15 @@ use std::io::Write;
 
 use redis_module::raw;
 
-use crate::blocked;
-use crate::error::LockError;
-use crate::ffi::{self, api, OwnedString};
-use crate::receivers::{may_cancel, Caller, Mail, Parked, Receivers, Rights, Ticket};
-use crate::registry::Grant;
-use crate::reply::{error_line, Outcome};
-use crate::waiters::{self, Bc, Waiter};
+use crate::host::ffi::{self, api, OwnedString};
+use crate::waits::blocked;
+use crate::waits::queues::{self, Bc, Waiter};
+use rlock_core::error::LockError;
+use rlock_core::receivers::{may_cancel, Caller, Mail, Parked, Receivers, Rights, Ticket};
+use rlock_core::registry::Grant;
+use rlock_core::reply::{error_line, Outcome};
 
-pub use crate::receivers::Delivery;
+pub use rlock_core::receivers::Delivery;
 
 thread_local! {
     static TABLES: RefCell<Receivers> = RefCell::new(Receivers::default());
@@ -163,7 +163,7 @@ fn publish(
 ) -> Result<bool, LockError> {
     let publish = api!(RedisModule_PublishMessage);
     let mut text = Vec::with_capacity(48);
-    let _ = write!(text, "{}{receiver}", crate::channel::GRANTS_PREFIX);
+    let _ = write!(text, "{}{receiver}", rlock_core::channel::GRANTS_PREFIX);
     let channel = OwnedString::new(ctx, &text)?;
     text.clear();
     let _ = match outcome {
@@ -188,12 +188,12 @@ fn post(ctx: *mut raw::RedisModuleCtx, receiver: u64, mail: Mail) -> Result<(), 
 }
 
 /// Unblocks a parked `LOCK.GRANTS` with up to `count` mails; the grants among them are
-/// kept under its handle until its reply is sent (`waiters::record_batch`).
+/// kept under its handle until its reply is sent (`queues::record_batch`).
 pub fn wake(receiver: u64, bc: Bc, count: usize) -> Result<(), LockError> {
     let mails = take_mail(receiver, count);
     let batch = mails.iter().map(|m| (m.wait, m.outcome.clone())).collect();
     let grants = mails.into_iter().filter_map(|m| m.grant).collect();
-    waiters::record_batch(bc, grants);
+    queues::record_batch(bc, grants);
     blocked::unblock(bc, Outcome::Batch(batch))
 }
 
@@ -267,7 +267,7 @@ pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) -> Vec<Grant>
         .iter()
         .map(|id| (client_of(*id), *id))
         .collect();
-    for timer in waiters::take_entries(&waits) {
+    for timer in queues::take_entries(&waits) {
         blocked::stop_deadline(ctx, Some(timer));
     }
     left.grants

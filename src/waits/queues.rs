@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis_module::raw;
 
-use crate::registry::{Db, Grant, Registry};
+use rlock_core::registry::{Db, Grant, Registry};
 
 /// A blocked client's handle.
 pub type Bc = *mut raw::RedisModuleBlockedClient;
 
 /// A queued client, known by its handle's address.
-pub type Waiter = crate::registry::Waiter<usize>;
+pub type Waiter = rlock_core::registry::Waiter<usize>;
 
 thread_local! {
     static REGISTRY: RefCell<Registry<usize>> = RefCell::new(Registry::default());
