@@ -1,5 +1,5 @@
 //! The event counters of `INFO rlock` (SPEC.md §7): plain atomics, bumped where the events
-//! happen and read by `info.rs`.
+//! happen and read by the module's `hooks/info_section.rs`.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 

@@ -2,7 +2,8 @@
 //!
 //! A lock is a hash in Redisson's layout: one field named after the owner whose value is
 //! the reentry count, plus the module's `@token` field. [`Holding::from_fields`] reads that
-//! layout, and [`acquire`] / [`release`] decide what a command does; `store.rs` applies it.
+//! layout, and [`acquire`] / [`release`] decide what a command does; the module's `store/`
+//! applies it.
 
 use crate::args::strict_i64;
 

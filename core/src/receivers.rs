@@ -1,9 +1,9 @@
 //! The tables of tickets (`LOCK.WAIT`) without Redis: who receives each queued ticket and
 //! how, who may cancel it, and each receiver's mailbox of ended waits and parked
-//! `LOCK.GRANTS`. Pure bookkeeping, unit-tested alone (`tickets.rs` holds the node's one
-//! copy and does the talking to Redis). Every operation costs O(1) or O(log n), whatever
-//! the number of tickets and mails: a mail is found by its wait id, a parked call by its
-//! handle, never by a search.
+//! `LOCK.GRANTS`. Pure bookkeeping, unit-tested alone (the module's `waits/tickets.rs`
+//! holds the node's one copy and does the talking to Redis). Every operation costs O(1) or
+//! O(log n), whatever the number of tickets and mails: a mail is found by its wait id, a
+//! parked call by its handle, never by a search.
 
 use std::collections::{BTreeMap, HashSet};
 use std::mem::size_of;

@@ -1,6 +1,6 @@
 //! What a command or a blocked client is answered: values with no Redis types in them, sent
-//! by `dispatch.rs` (commands) and `blocked.rs` (blocked clients), and the one way an error
-//! text becomes an error line.
+//! by the module's `commands/dispatch.rs` (commands) and `waits/blocked.rs` (blocked
+//! clients), and the one way an error text becomes an error line.
 
 use std::ffi::CString;
 

@@ -1,6 +1,7 @@
 //! The gate's rules (SPEC.md §5): whether a fresh holding may be created now, decided from
-//! a few facts about the node. Pure, so that every rule is tested as a table; `gate.rs`
-//! gathers the facts from Redis, and `handoff.rs` is the one door that asks.
+//! a few facts about the node. Pure, so that every rule is tested as a table; the module's
+//! `host/gate.rs` gathers the facts from Redis, and `handoff/door.rs` is the one door that
+//! asks.
 //!
 //! The rules, in the order they are asked:
 //! - a node still loading its data comes back when it is done;

@@ -2,7 +2,7 @@
 
 //! Runs `command` only while `owner` holds the lock `key` with the holding of `token`: the
 //! check and the command are one atomic step, so a holder paused past its lease cannot
-//! write. The command runs through `inner.rs`, with the caller's ACL permissions, and is
+//! write. The command runs through `host/call.rs`, with the caller's ACL permissions, and is
 //! replicated as its effects.
 
 use std::ffi::c_int;

@@ -1,5 +1,5 @@
 //! The module's heartbeat: a timer every `stall::BEAT_MS` that lets the node notice its own
-//! stalls (`stall.rs`), keeps its role fresh for the gate, and re-arms the checks of queued
+//! stalls (`stall`), keeps its role fresh for the gate, and re-arms the checks of queued
 //! waiters when the failover delay moves (`CONFIG SET rlock.failover-delay` applies to a
 //! delay under way, and to the waiters it holds back).
 

@@ -1,5 +1,5 @@
 //! What Redis is told about a command: name, flags, arity, keys and docs. The table of
-//! every command (`commands/mod.rs`) is made of these; `register.rs` hands it to Redis.
+//! every command (`commands/mod.rs`) is made of these; `declare.rs` hands it to Redis.
 
 use std::ffi::{c_int, CStr};
 

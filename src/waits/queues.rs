@@ -1,4 +1,4 @@
-//! The node's one waiter registry (`registry.rs`), keyed by blocked-client handle (or, for a
+//! The node's one waiter registry (`rlock_core::registry`), keyed by blocked-client handle (or, for a
 //! ticket, by an odd number made of its wait id: `tickets.rs`).
 //!
 //! Everything here runs on Redis's main thread, so the registry is a thread-local. No borrow

@@ -1,5 +1,5 @@
 //! Tickets: waits that are not blocked clients (`LOCK.WAIT`, docs/design/waiting.md). A
-//! ticket sits in its lock's queue (the registry of `waiters.rs`) beside blocked clients, in
+//! ticket sits in its lock's queue (the registry of `queues.rs`) beside blocked clients, in
 //! one FIFO; its outcome goes to a *receiver* connection:
 //!
 //! - **push**: a message `<wait id> <outcome>` on the receiver's channel
