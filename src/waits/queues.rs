@@ -1,5 +1,5 @@
-//! The node's one waiter registry (`rlock_core::registry`), keyed by blocked-client handle (or, for a
-//! ticket, by an odd number made of its wait id: `tickets.rs`).
+//! The node's one waiter registry (`rlock_core::registry`), keyed by blocked-client handle
+//! (or, for a ticket, by an odd number made of its wait id: `tickets.rs`).
 //!
 //! Everything here runs on Redis's main thread, so the registry is a thread-local. No borrow
 //! of it is held across a call into Redis: each function here borrows it for its own body.
