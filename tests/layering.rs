@@ -39,7 +39,12 @@ const FOLDERS: Folders = &[
     ("store", &[&["write", "publish"], &["persist"]]),
     (
         "waits",
-        &[&["queues"], &["blocked"], &["tickets"], &["finish"]],
+        &[
+            &["queues"],
+            &["blocked"],
+            &["tickets"],
+            &["finish", "receiver"],
+        ],
     ),
     (
         "handoff",

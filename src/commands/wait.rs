@@ -4,22 +4,18 @@
 //! `__rlock__:<client id>` (RESP3), or, with `TO`, into the mailbox of that connection,
 //! read with `LOCK.GRANTS` (any protocol). See docs/commands/lock.wait.md.
 
-use std::ffi::c_int;
-
 use redis_module::raw;
 
 use crate::commands::dispatch::Args;
-use crate::handoff::ticket_wait::{self, Route, To};
-use crate::host::ffi::{api, OwnedString};
+use crate::handoff::take::{self, Attempt};
+use crate::handoff::ticket_wait::{self, Route};
+use crate::host::ffi::api;
 use crate::host::{config, gate, node};
-use crate::waits::tickets::{self, Delivery, Me};
+use crate::waits::{receiver, tickets};
 use rlock_core::args::{self, strict_i64, Options};
-use rlock_core::channel::GRANTS_PREFIX;
 use rlock_core::counters;
 use rlock_core::error::{LockError, Opt};
 use rlock_core::reply::Reply;
-
-use crate::handoff::take::{self, Attempt};
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct WaitArgs<'a> {
@@ -69,7 +65,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let parsed = parse(args.bytes(), node::now_ms())?;
     gate::client_writes(ctx)?;
     let me = tickets::me(ctx)?;
-    let to = receiver(ctx, &me, parsed.to)?;
+    let to = receiver::choose(ctx, &me, parsed.to)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let (key, db, held_back) =
         match take::attempt(ctx, args.key()?, (args.name(2)?, parsed.owner), lease)? {
@@ -88,73 +84,6 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     )?;
     counters::CONTENDED.bump();
     reply(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
-}
-
-/// Who gets the outcome: the connection `TO` names (pull), which must run as the caller's
-/// ACL user, or the caller (push), which must be able to see it.
-fn receiver(ctx: *mut raw::RedisModuleCtx, me: &Me, to: Option<u64>) -> Result<To, LockError> {
-    if let Some(id) = to {
-        let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
-        info.version = 1;
-        let client_info = api!(RedisModule_GetClientInfoById);
-        let exists = unsafe { client_info((&raw mut info).cast(), id) };
-        if exists != raw::REDISMODULE_OK as c_int {
-            return Err(LockError::NoClient(id));
-        }
-        if !tickets::same_user(ctx, me, id) {
-            return Err(LockError::ToOtherUser(id));
-        }
-        return Ok(To {
-            receiver: id,
-            delivery: Delivery::Pull,
-        });
-    }
-    let flags = node::flags(ctx);
-    if flags & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
-        return Err(LockError::WaitNeedsTo("inside a script"));
-    }
-    if node::is_cluster(ctx) {
-        return Err(LockError::WaitNeedsTo("in a cluster"));
-    }
-    if flags & raw::REDISMODULE_CTX_FLAGS_RESP3 == 0 {
-        return Err(LockError::WaitNeedsResp3);
-    }
-    let id = me.id;
-    if !tickets::subscribed(id, false) {
-        if !has_subscriber(ctx, id)? {
-            return Err(LockError::NotSubscribed(id));
-        }
-        tickets::subscribed(id, true);
-    }
-    Ok(To {
-        receiver: id,
-        delivery: Delivery::Push,
-    })
-}
-
-/// Whether the channel of receiver `id` has a subscriber (`PUBSUB NUMSUB`), checked once
-/// per connection.
-fn has_subscriber(ctx: *mut raw::RedisModuleCtx, id: u64) -> Result<bool, LockError> {
-    let call = api!(RedisModule_Call);
-    let element = api!(RedisModule_CallReplyArrayElement);
-    let integer = api!(RedisModule_CallReplyInteger);
-    let free = api!(RedisModule_FreeCallReply);
-    let channel = OwnedString::new(ctx, format!("{GRANTS_PREFIX}{id}").as_bytes())?;
-    let reply = unsafe {
-        call(
-            ctx,
-            c"PUBSUB".as_ptr(),
-            c"cs".as_ptr(),
-            c"NUMSUB".as_ptr(),
-            channel.0,
-        )
-    };
-    if reply.is_null() {
-        return Ok(false);
-    }
-    let count = unsafe { integer(element(reply, 1)) };
-    unsafe { free(reply) };
-    Ok(count > 0)
 }
 
 /// Replies `[tag, n]`.

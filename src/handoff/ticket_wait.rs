@@ -12,18 +12,12 @@ use crate::store::LockKey;
 use crate::waits::blocked::{self, Deadline};
 use crate::waits::finish;
 use crate::waits::queues::{self, Bc, Waiter};
-use crate::waits::tickets::{self, client_of, Delivery, Me};
+use crate::waits::receiver::To;
+use crate::waits::tickets::{self, client_of, Me};
 use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::registry::Db;
 use rlock_core::reply::Outcome;
-
-/// Who receives a ticket's outcome, and how.
-#[derive(Debug, Clone, Copy)]
-pub struct To {
-    pub receiver: u64,
-    pub delivery: Delivery,
-}
 
 /// Who queues a ticket, and where its outcome goes.
 pub struct Route<'a> {
