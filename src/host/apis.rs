@@ -1,7 +1,7 @@
 //! The server's module API, checked once at load: the module refuses to load, with a log
 //! line naming the function, on a server that lacks one it calls, instead of failing later
-//! in a command, a timer or an event. `tests/apis.rs` checks that every `RedisModule_*`
-//! function the sources name is listed here.
+//! in a command, a timer or an event. `tests/containment.rs` checks that every
+//! `RedisModule_*` function the sources name is listed here.
 //!
 //! Used only where the server has it: `RedisModule_SetCommandACLCategories` (Redis 7.2+,
 //! the commands' ACL categories), `RedisModule_GetUsedMemoryRatio` (the gate's memory
