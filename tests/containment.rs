@@ -91,7 +91,10 @@ fn every_server_api_the_sources_call_is_checked_at_load() {
             }
         }
     }
-    assert!(unchecked.is_empty(), "not in src/host/apis.rs: {unchecked:?}");
+    assert!(
+        unchecked.is_empty(),
+        "not in src/host/apis.rs: {unchecked:?}"
+    );
     assert!(api_names(&checked).len() > 50, "the list looks truncated");
 }
 
