@@ -88,7 +88,7 @@ const CORE_LAYERS: Layers = &[(
         &["fence_error"],
         &["error"],
         &["args", "registry"],
-        &["lock", "receivers"],
+        &["lock", "receivers", "parse"],
         &["fence"],
     ],
 )];

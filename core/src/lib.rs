@@ -4,9 +4,10 @@
 //!
 //! Modules, top first (each uses only those below it; `tests/layering.rs` at the
 //! workspace root checks it):
-//! - `lock` (the state machine: what a command does to a lock), `receivers` (the tables of
-//!   tickets: who receives each, who may cancel it, mailboxes, parked `LOCK.GRANTS`),
-//!   `fence` (`LOCK.FENCED`'s rules).
+//! - `fence` (`LOCK.FENCED`'s rules).
+//! - `parse` (each command's arguments), `lock` (the state machine: what a command does
+//!   to a lock), `receivers` (the tables of tickets: who receives each, who may cancel it,
+//!   mailboxes, parked `LOCK.GRANTS`).
 //! - `args` (argument parsing), `registry` (FIFO queues of waits ordered by arrival, exactly
 //!   one end per wait, grants, pending checks), `cluster` (key slots, `CLUSTER NODES`).
 //! - `error` (every error text), below it `fence_error` (`LOCK.FENCED`'s texts).
@@ -28,6 +29,7 @@ pub mod fence;
 pub mod fence_error;
 pub mod idhash;
 pub mod lock;
+pub mod parse;
 pub mod receivers;
 pub mod registry;
 pub mod reply;

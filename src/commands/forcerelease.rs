@@ -8,15 +8,8 @@ use crate::host::gate;
 use crate::store::{LockKey, Mode, Replicate};
 use rlock_core::counters;
 use rlock_core::error::LockError;
+use rlock_core::parse::forcerelease::parse;
 use rlock_core::reply::Reply;
-
-/// Checks `argv` (command name first): exactly one key.
-pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
-    match argv {
-        [_, _key] => Ok(()),
-        _ => Err(LockError::WrongArity),
-    }
-}
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;

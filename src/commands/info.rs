@@ -10,15 +10,8 @@ use crate::host::node;
 use crate::store::{LockKey, Mode};
 use crate::waits::queues;
 use rlock_core::error::LockError;
+use rlock_core::parse::info::parse;
 use rlock_core::reply::Reply;
-
-/// Checks `argv` (command name first): exactly one key.
-pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
-    match argv {
-        [_, _key] => Ok(()),
-        _ => Err(LockError::WrongArity),
-    }
-}
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;

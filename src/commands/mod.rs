@@ -1,8 +1,9 @@
 //! Every command in one table: name, flags, arity, key access, docs and body. Registration,
 //! `COMMAND INFO`, key specs and `COMMAND DOCS` all come from [`COMMANDS`].
 //!
-//! One file per command: its synopsis, an args struct with a pure `parse`, and a thin
-//! `run` (parse → the layers below → reply); `dispatch.rs` is how Redis calls one.
+//! One file per command: its synopsis and a thin `run` (parse, with the command's parser
+//! in `rlock_core::parse`, then the layers below, then the reply); `dispatch.rs` is how
+//! Redis calls one.
 //!
 //! May use: `handoff/`, `waits/`, `store/`, `host/`, `rlock_core`. Not `hooks/`, and no
 //! command file uses another: what two commands share lives in `handoff/`.
