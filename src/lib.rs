@@ -5,34 +5,25 @@
 //! clients keep working. The module adds what scripts cannot: blocking in a FIFO queue on
 //! the server with direct handoff, exact lease expiry, and fencing tokens.
 //!
-//! Layout, in layers whose imports only point down (top first; `tests/layering.rs` checks
-//! it):
-//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table (`configs.rs`
-//!   registers each config with callbacks of its own, contained), init;
-//!   `register.rs` hands the command table to Redis; `events.rs` — keyspace events
-//!   (`RESTORE`, `MOVE`), `FLUSHDB`, `SWAPDB`, role changes, the end of loading.
-//! - `commands/` — `mod.rs`: the one table of every command (flags, arity, keys, docs);
-//!   one file per command: synopsis, args with a pure `parse`, and a thin `run`.
-//! - `info.rs` — the `INFO rlock` section; `dispatch.rs` — how Redis calls a command.
-//! - `waiting.rs` — a client's wait: queued, disconnected, a grant it never got revoked.
-//! - `expiry.rs` — lease timers and checks for locks with waiters; `heartbeat.rs` — the
-//!   timer that notices stalls and re-arms waiters when the failover delay moves.
-//! - `handoff.rs` — the one door of every fresh holding (it asks the gate), and a holding
-//!   ends: hand the lock to the first waiter, or free it.
-//! - `blocked.rs` — blocking a client, its `WAIT` deadline, unblocking it, its reply.
-//! - `waiters.rs` — the node's waiter registry; `store/` — the lock's hash, its TTL, and
-//!   the replication of every write; `publish.rs` — the release message; `persist.rs` —
-//!   the token counter in the RDB.
-//! - `node.rs` — clock, database, context flags, timer bounds; `ffi.rs` — module API
-//!   pointers and strings; `apis.rs` — the module API checked at load; `guard.rs` — panic
-//!   containment; `config.rs` — the `rlock.*` configs; `gate.rs` — the facts the gate
-//!   decides on; `inner.rs` — the command `LOCK.FENCED` runs (its keys, the call);
-//!   `fence.rs` — `LOCK.FENCED`'s rules.
-//! - Pure, without Redis: `registry.rs` (FIFO queues, grants, checks), `receivers.rs`
-//!   (tickets, mailboxes, who may cancel), `lock.rs` (the state machine), `verdict.rs` (the
-//!   gate's rules), `stall.rs` (the stall clock), `args.rs`, `error.rs` (every error text;
-//!   `fence_error.rs` and `echo.rs` beside it), `token.rs`, `channel.rs`, `counters.rs`,
-//!   `reply.rs`, `spec.rs`.
+//! Layout: one folder per layer, whose imports only point down (top first;
+//! `tests/layering.rs` checks it, docs/architecture.md draws it):
+//! - `lib.rs` — `RedisModule_OnLoad`: the API check, the configs table, init.
+//! - `commands/` — the one table of every command, one thin file per command, and
+//!   `dispatch.rs` (how Redis calls a command); `hooks/` — what Redis calls outside
+//!   commands: keyspace and server events, the `INFO rlock` section.
+//! - `handoff/` — the one door of every fresh holding and a holding's end (`door.rs`),
+//!   taking a lock (`take.rs`), lease expiry, the heartbeat, a blocked client's wait and a
+//!   ticket's life.
+//! - `waits/` — blocked clients and tickets: the node's waiter queues, blocking and
+//!   unblocking, tickets and their receivers, how a wait ends.
+//! - `store/` — the lock's hash and TTL, the replication of every write, the release
+//!   message, the token counter in the RDB.
+//! - `host/` — the module API: pointers and strings, the API check, panic containment,
+//!   clock and context, the `rlock.*` configs, what Redis is told of each command, the
+//!   gate's facts, the command `LOCK.FENCED` runs.
+//! - Below them all, the crate `rlock-core` (`core/`): everything without Redis types (the
+//!   lock state machine, FIFO queues, tokens, the gate's rules, the stall clock, argument
+//!   parsing, error texts, replies as values), unit-tested alone.
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
@@ -41,48 +32,12 @@
 // only users of the callbacks it names.
 #![cfg_attr(test, allow(dead_code))]
 
-mod apis;
-pub mod args;
-mod blocked;
-pub mod channel;
-pub mod cluster;
 pub mod commands;
-pub mod config;
-mod configs;
-mod counters;
-mod dispatch;
-mod echo;
-mod ending;
-pub mod error;
-mod events;
-mod expiry;
-pub mod fence;
-mod fence_error;
-mod ffi;
-mod gate;
-mod guard;
 mod handoff;
-mod heartbeat;
-mod idhash;
-mod info;
-mod inner;
-pub mod lock;
-mod node;
-mod persist;
-mod publish;
-mod receivers;
-mod receiving;
-mod register;
-pub mod registry;
-pub mod reply;
-pub mod spec;
-mod stall;
+mod hooks;
+mod host;
 mod store;
-mod tickets;
-pub mod token;
-mod verdict;
-mod waiters;
-mod waiting;
+mod waits;
 
 #[cfg(not(test))]
 mod module {
@@ -91,9 +46,11 @@ mod module {
 
     use redis_module::raw;
 
-    use crate::config;
-    use crate::persist::TOKEN_AUX;
-    use crate::{apis, commands, configs, events, guard, register};
+    use crate::commands;
+    use crate::hooks::events;
+    use crate::host::config;
+    use crate::host::{apis, config_hooks, declare, guard};
+    use crate::store::persist::TOKEN_AUX;
 
     #[global_allocator]
     static ALLOCATOR: redis_module::alloc::RedisAlloc = redis_module::alloc::RedisAlloc;
@@ -147,9 +104,9 @@ mod module {
             .create_data_type(ctx)
             .map_err(|e| format!("cannot load: {e}"))?;
         register_configs(ctx).map_err(|e| format!("cannot load: {e}"))?;
-        crate::info::register(ctx);
+        crate::hooks::info_section::register(ctx);
         crate::store::signal_writes_explicitly(ctx);
-        register::register(ctx, &commands::COMMANDS)
+        declare::register(ctx, &commands::COMMANDS)
             .and_then(|()| events::subscribe(ctx))
             .map_err(|e| format!("cannot load: {e}"))
     }
@@ -168,12 +125,12 @@ mod module {
     /// (`rlock.*` lines of redis.conf, `--rlock.*` flags).
     fn register_configs(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         for (name, value, default, min, max) in NUMBERS {
-            configs::register_number(ctx, name, value, (default, min, max))?;
+            config_hooks::register_number(ctx, name, value, (default, min, max))?;
         }
         if !config::register_channel_prefix(ctx) {
             return Err("cannot register rlock.channel-prefix".to_owned());
         }
-        configs::register_publish(ctx)?;
+        config_hooks::register_publish(ctx)?;
         let load_configs = unsafe { raw::RedisModule_LoadConfigs }.ok_or("no LoadConfigs")?;
         if unsafe { load_configs(ctx) } == ERR {
             return Err("a rlock.* config has a bad value".to_owned());

@@ -1,82 +1,188 @@
-//! The module's files form layers whose imports only point down: each file of `src/` may
-//! name, in a `crate::<module>` path, only modules of lower layers (`lib.rs`, the top,
-//! aside). The README's *Architecture* section lists the same layers.
+//! The module's sources form layers whose imports only point down: `src/` has one folder
+//! per layer, and a file may name, in a `crate::` path, only the folders of lower layers,
+//! its own folder's `mod.rs`, and the files of lower groups of its own folder (`lib.rs`,
+//! the top, aside). Below them all is the crate `rlock-core` (`core/`), whose modules are
+//! layered the same way. No import circle anywhere. docs/architecture.md draws the same
+//! layers.
 
 #[path = "support/layering.rs"]
 mod checker;
+#[path = "support/folders.rs"]
+mod folders;
 
-use checker::{declared_modules, layered_modules, library_sources, violations, Layers};
+use checker::{declared_modules, layered_modules, Layers};
+use folders::{
+    circles, folder_files, folder_sources, folder_violations, grouped_files, source, Folders,
+};
 
-/// The layers, bottom first, each with its groups in order: a module may use the modules of
-/// the groups before its own, and none of its own group or above.
+/// The module's folders, bottom first: a folder may use the folders of the layers below.
 const LAYERS: Layers = &[
+    ("redis primitives", &[&["host"]]),
+    ("state", &[&["store"]]),
+    ("blocked clients and tickets", &[&["waits"]]),
+    ("handoff", &[&["handoff"]]),
+    ("commands and events", &[&["commands", "hooks"]]),
+];
+
+/// Each folder's files (`mod.rs` aside) in groups, bottom first.
+const FOLDERS: Folders = &[
     (
-        "pure",
+        "host",
         &[
-            &[
-                "echo", "token", "channel", "counters", "idhash", "reply", "spec", "stall",
-                "verdict",
-            ],
-            &["fence_error"],
-            &["error"],
-            &["args", "registry"],
-            &["lock", "receivers"],
-        ],
-    ),
-    (
-        "redis primitives",
-        &[
-            &["ffi", "apis", "cluster"],
-            &["guard", "node", "register", "fence"],
+            &["ffi", "apis", "spec"],
+            &["guard", "node", "declare"],
             &["config"],
-            &["configs"],
-            &["gate", "inner"],
+            &["config_hooks"],
+            &["gate", "call"],
         ],
     ),
-    ("state", &[&["waiters", "store", "publish"], &["persist"]]),
+    ("store", &[&["write", "publish"], &["persist"]]),
     (
-        "blocked clients",
-        &[&["blocked"], &["tickets"], &["ending"]],
+        "waits",
+        &[
+            &["queues"],
+            &["blocked"],
+            &["tickets"],
+            &["finish", "receiver"],
+        ],
     ),
     (
         "handoff",
         &[
-            &["handoff"],
+            &["door"],
             &["expiry"],
-            &["waiting", "heartbeat"],
-            &["receiving"],
+            &["take", "blocked_wait", "heartbeat"],
+            &["ticket_wait"],
         ],
     ),
     (
-        "commands and events",
-        &[&["dispatch"], &["commands", "info", "events"]],
+        "commands",
+        &[
+            &["dispatch"],
+            &[
+                "acquire",
+                "apply",
+                "cancel",
+                "fenced",
+                "forcerelease",
+                "grants",
+                "info",
+                "raise",
+                "release",
+                "renew",
+                "wait",
+            ],
+        ],
     ),
+    ("hooks", &[&["events", "info_section"]]),
 ];
 
+/// The modules of `rlock-core`, bottom first, each with its groups in order.
+const CORE_LAYERS: Layers = &[(
+    "pure",
+    &[
+        &[
+            "echo", "token", "channel", "counters", "idhash", "reply", "stall", "verdict",
+            "cluster",
+        ],
+        &["fence_error"],
+        &["error"],
+        &["args", "registry"],
+        &["lock", "receivers", "parse"],
+        &["fence"],
+    ],
+)];
+
 const CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
+const CORE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/core");
 
 #[test]
-fn every_module_uses_only_lower_layers() {
-    let files = library_sources(CRATE_DIR);
-    assert!(files.len() > 20, "found too few sources: {}", files.len());
-    let found = violations(LAYERS, &files);
+fn every_file_uses_only_lower_layers_and_groups() {
+    let files = folder_sources(CRATE_DIR);
+    assert!(files.len() > 30, "found too few sources: {}", files.len());
+    let found = folder_violations(LAYERS, FOLDERS, &files);
     assert!(found.is_empty(), "layering broken:\n{}", found.join("\n"));
 }
 
 #[test]
-fn the_layers_name_exactly_the_modules_of_the_crate() {
+fn every_core_module_uses_only_lower_ones() {
+    let files = folder_sources(CORE_DIR);
+    assert!(files.len() > 15, "found too few sources: {}", files.len());
+    let found = folder_violations(CORE_LAYERS, &[], &files);
+    assert!(found.is_empty(), "layering broken:\n{}", found.join("\n"));
+}
+
+#[test]
+fn no_import_circle() {
+    for dir in [CRATE_DIR, CORE_DIR] {
+        let found = circles(&folder_sources(dir));
+        assert!(
+            found.is_empty(),
+            "import circles in {dir}:\n{}",
+            found.join("\n")
+        );
+    }
+}
+
+#[test]
+fn the_layers_name_exactly_the_folders_and_files() {
     assert_eq!(layered_modules(LAYERS), declared_modules(CRATE_DIR));
+    assert_eq!(layered_modules(CORE_LAYERS), declared_modules(CORE_DIR));
+    assert_eq!(
+        grouped_files(FOLDERS),
+        folder_files(&folder_sources(CRATE_DIR))
+    );
 }
 
 #[test]
 fn an_upward_or_sideways_use_is_caught() {
-    let file = |module: &str, text: &str| (module.to_owned(), text.to_owned());
-    let upward = file("store", "fn f() { crate::expiry::arm(); }");
-    let sideways = file("waiters", "use crate::{registry::Db, store::LockKey};");
-    let root = file("handoff", "use crate::TOKENS;");
-    let found = violations(LAYERS, &[upward, sideways, root]);
-    assert_eq!(found.len(), 3, "{found:#?}");
-    assert!(found[0].contains("`store` (state) uses `expiry`"));
-    assert!(found[1].contains("`waiters` (state) uses `store`"));
-    assert!(found[2].contains("`crate::TOKENS`"));
+    let upward = source("store", "mod", "fn f() { crate::handoff::expiry::arm(); }");
+    let sideways = source(
+        "waits",
+        "queues",
+        "use crate::waits::{blocked, tickets::Me};",
+    );
+    let nested = source("waits", "blocked", "use super::finish::refuse;");
+    let root = source("handoff", "door", "use crate::TOKENS;");
+    let used = ["handoff/expiry", "waits/tickets", "waits/finish"].map(|f| {
+        let (folder, file) = f.split_once('/').unwrap();
+        source(folder, file, "")
+    });
+    let mut files = vec![upward, sideways, nested, root];
+    files.extend(used);
+    let found = folder_violations(LAYERS, FOLDERS, &files);
+    assert_eq!(found.len(), 5, "{found:#?}");
+    let caught = |text: &str| found.iter().any(|f| f.contains(text));
+    assert!(caught("`handoff/door` uses `crate::TOKENS`"), "{found:#?}");
+    assert!(caught(
+        "`store/mod` (state) uses `handoff/expiry` (handoff)"
+    ));
+    assert!(caught(
+        "`waits/queues` uses `waits/blocked`: not a lower group"
+    ));
+    assert!(caught(
+        "`waits/queues` uses `waits/tickets`: not a lower group"
+    ));
+    assert!(caught(
+        "`waits/blocked` uses `waits/finish`: not a lower group"
+    ));
+}
+
+#[test]
+fn an_import_circle_is_caught() {
+    let files = [
+        source("host", "ffi", "use crate::host::node::now;"),
+        source("host", "node", "use crate::store::Name;"),
+        source("store", "mod", "fn f() { crate::host::ffi::api(); }"),
+        source("waits", "queues", "use super::blocked;"),
+        source("waits", "blocked", "use crate::waits::queues;"),
+    ];
+    let found = circles(&files);
+    assert_eq!(
+        found,
+        [
+            "host/ffi → host/node → store/mod → host/ffi",
+            "waits/blocked → waits/queues → waits/blocked",
+        ],
+    );
 }

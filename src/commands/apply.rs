@@ -6,38 +6,13 @@
 
 use redis_module::raw;
 
-use crate::args::{self, strict_i64};
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::host::{config, node};
 use crate::store::{LockEntry, LockKey, Mode};
-use crate::token::TOKENS;
-use crate::{config, node};
-
-#[derive(Debug, PartialEq, Eq)]
-pub struct ApplyArgs {
-    pub holds: i64,
-    pub token: i64,
-    pub deadline_ms: i64,
-}
-
-/// Parses `argv` (command name first).
-pub fn parse(argv: &[&[u8]]) -> Result<ApplyArgs, LockError> {
-    let [_, _key, owner, holds, token, deadline] = argv else {
-        return Err(LockError::WrongArity);
-    };
-    args::owner(owner)?;
-    let holds = strict_i64(holds).filter(|h| *h > 0);
-    let token = strict_i64(token).filter(|t| *t >= 0);
-    match (holds, token, strict_i64(deadline)) {
-        (Some(holds), Some(token), Some(deadline_ms)) => Ok(ApplyArgs {
-            holds,
-            token,
-            deadline_ms,
-        }),
-        _ => Err(LockError::BadApply),
-    }
-}
+use rlock_core::error::LockError;
+use rlock_core::parse::apply::parse;
+use rlock_core::reply::Reply;
+use rlock_core::token::TOKENS;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = parse(args.bytes())?;
@@ -56,42 +31,4 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     // Bounded as any token in the data: a reentered hand-made lock replicates its @token.
     TOKENS.learn(parsed.token, config::token_gap());
     Ok(Reply::Ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn all_five_arguments_are_required() {
-        assert_eq!(
-            parse(&[b"LOCK.APPLY", b"k", b"o", b"1", b"7"]),
-            Err(LockError::WrongArity)
-        );
-    }
-
-    #[test]
-    fn values_a_master_never_sends_are_refused() {
-        let bad: &[&[&[u8]]] = &[
-            &[b"LOCK.APPLY", b"k", b"o", b"0", b"7", b"1"],
-            &[b"LOCK.APPLY", b"k", b"o", b"1", b"-1", b"1"],
-            &[b"LOCK.APPLY", b"k", b"o", b"1", b"7", b"x"],
-        ];
-        for argv in bad {
-            assert_eq!(parse(argv), Err(LockError::BadApply));
-        }
-    }
-
-    #[test]
-    fn a_valid_holding_parses() {
-        let a = parse(&[b"LOCK.APPLY", b"k", b"o", b"2", b"0", b"1700000000000"]).unwrap();
-        assert_eq!(
-            a,
-            ApplyArgs {
-                holds: 2,
-                token: 0,
-                deadline_ms: 1_700_000_000_000
-            }
-        );
-    }
 }

@@ -2,19 +2,19 @@
 
 //! Runs `command` only while `owner` holds the lock `key` with the holding of `token`: the
 //! check and the command are one atomic step, so a holder paused past its lease cannot
-//! write. The command runs through `inner.rs`, with the caller's ACL permissions, and is
+//! write. The command runs through `host/call.rs`, with the caller's ACL permissions, and is
 //! replicated as its effects.
 
 use std::ffi::c_int;
 
 use redis_module::raw;
 
-use crate::dispatch::{dispatch, Args};
-use crate::error::LockError;
-use crate::fence::{self, InnerKey, INNER};
-use crate::reply::Reply;
+use crate::commands::dispatch::{dispatch, Args};
+use crate::host::{call, gate, guard, node};
 use crate::store::{LockKey, Mode};
-use crate::{gate, guard, inner, node};
+use rlock_core::error::LockError;
+use rlock_core::fence::{self, InnerKey, INNER};
+use rlock_core::reply::Reply;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = fence::parse(args.bytes())?;
@@ -26,7 +26,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     gate::client_writes(ctx)?;
     gate::renewals(node::now_ms())?;
     let key = LockKey::open(ctx, args.key()?, Mode::Read)?;
-    let positions = inner::keys_of(ctx, command)?;
+    let positions = call::keys_of(ctx, command)?;
     let keys: Vec<InnerKey<'_>> = positions
         .iter()
         .filter_map(|&(at, read_only)| {
@@ -39,7 +39,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     fence::check_holding(holding.as_ref(), key.name(), parsed.owner, parsed.token)?;
     // The key handle is closed before the command runs: the command may write near it.
     drop(key);
-    inner::call_and_reply(ctx, command, in_script)?;
+    call::call_and_reply(ctx, command, in_script)?;
     Ok(Reply::Sent)
 }
 
@@ -52,13 +52,13 @@ pub(super) unsafe extern "C" fn call(
 ) -> c_int {
     let ok = raw::REDISMODULE_OK as c_int;
     guard::entry("LOCK.FENCED", ok, || {
-        if inner::is_keys_request(ctx) {
+        if call::is_keys_request(ctx) {
             let strings = match usize::try_from(argc) {
                 // Redis passes argc live strings in argv.
                 Ok(n) if !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
                 _ => &[],
             };
-            inner::report_keys(ctx, strings, INNER);
+            call::report_keys(ctx, strings, INNER);
             return ok;
         }
         // Redis passes argc live strings in argv.

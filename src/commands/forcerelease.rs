@@ -2,19 +2,14 @@
 
 use redis_module::raw;
 
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::handoff::{door, expiry};
+use crate::host::gate;
 use crate::store::{LockKey, Mode, Replicate};
-use crate::{counters, expiry, gate, handoff};
-
-/// Checks `argv` (command name first): exactly one key.
-pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
-    match argv {
-        [_, _key] => Ok(()),
-        _ => Err(LockError::WrongArity),
-    }
-}
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::parse::forcerelease::parse;
+use rlock_core::reply::Reply;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;
@@ -23,7 +18,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     if key.read()?.is_none() {
         return Ok(Reply::Integer(0));
     }
-    let handed = handoff::end_holding(ctx, &key, Replicate::ForceRelease, true)?;
+    let handed = door::end_holding(ctx, &key, Replicate::ForceRelease, true)?;
     expiry::handed(ctx, key.name(), handed);
     counters::FORCE_RELEASES.bump();
     Ok(Reply::Integer(1))

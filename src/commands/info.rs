@@ -4,20 +4,14 @@ use std::ffi::c_char;
 
 use redis_module::raw;
 
-use crate::dispatch::Args;
-use crate::error::LockError;
-use crate::ffi::api;
-use crate::reply::Reply;
+use crate::commands::dispatch::Args;
+use crate::host::ffi::api;
+use crate::host::node;
 use crate::store::{LockKey, Mode};
-use crate::{node, waiters};
-
-/// Checks `argv` (command name first): exactly one key.
-pub fn parse(argv: &[&[u8]]) -> Result<(), LockError> {
-    match argv {
-        [_, _key] => Ok(()),
-        _ => Err(LockError::WrongArity),
-    }
-}
+use crate::waits::queues;
+use rlock_core::error::LockError;
+use rlock_core::parse::info::parse;
+use rlock_core::reply::Reply;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;
@@ -26,7 +20,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         return Ok(Reply::Nil);
     };
     let ttl = key.ttl_ms()?;
-    let waiting = waiters::queue_len(node::selected_db(ctx), key.name());
+    let waiting = queues::queue_len(node::selected_db(ctx), key.name());
     let reply_map = api!(RedisModule_ReplyWithMap);
     let reply_buffer = api!(RedisModule_ReplyWithStringBuffer);
     let reply_int = api!(RedisModule_ReplyWithLongLong);

@@ -1,12 +1,17 @@
 //! Every command in one table: name, flags, arity, key access, docs and body. Registration,
 //! `COMMAND INFO`, key specs and `COMMAND DOCS` all come from [`COMMANDS`].
 //!
-//! One file per command: its synopsis, an args struct with a pure `parse`, and a thin
-//! `run` (parse → state machine → store → reply).
+//! One file per command: its synopsis and a thin `run` (parse, with the command's parser
+//! in `rlock_core::parse`, then the layers below, then the reply); `dispatch.rs` is how
+//! Redis calls one.
+//!
+//! May use: `handoff/`, `waits/`, `store/`, `host/`, `rlock_core`. Not `hooks/`, and no
+//! command file uses another: what two commands share lives in `handoff/`.
 
 pub mod acquire;
 pub mod apply;
 pub mod cancel;
+mod dispatch;
 pub mod fenced;
 pub mod forcerelease;
 pub mod grants;
@@ -20,9 +25,9 @@ use std::ffi::c_int;
 
 use redis_module::raw;
 
-use crate::dispatch::dispatch;
-use crate::guard;
-use crate::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
+use crate::commands::dispatch::dispatch;
+use crate::host::guard;
+use crate::host::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
 
 /// The C function of a command whose body is `$module::run`.
 macro_rules! call {

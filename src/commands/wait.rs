@@ -4,79 +4,33 @@
 //! `__rlock__:<client id>` (RESP3), or, with `TO`, into the mailbox of that connection,
 //! read with `LOCK.GRANTS` (any protocol). See docs/commands/lock.wait.md.
 
-use std::ffi::c_int;
-
 use redis_module::raw;
 
-use crate::args::{self, strict_i64, Options};
-use crate::channel::GRANTS_PREFIX;
-use crate::dispatch::Args;
-use crate::error::{LockError, Opt};
-use crate::ffi::{api, OwnedString};
-use crate::receiving::{self, Route, To};
-use crate::reply::Reply;
-use crate::tickets::{self, Delivery, Me};
-use crate::{config, counters, gate, node};
-
-use super::acquire::{attempt, Attempt};
-
-#[derive(Debug, PartialEq, Eq)]
-pub struct WaitArgs<'a> {
-    pub owner: &'a [u8],
-    pub options: Options,
-    /// `TO`: the connection whose mailbox receives the outcome.
-    pub to: Option<u64>,
-}
-
-/// Parses `argv` (command name first); `now_ms` bounds LEASE and WAIT.
-pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<WaitArgs<'a>, LockError> {
-    let [_, _key, owner, rest @ ..] = argv else {
-        return Err(LockError::WrongArity);
-    };
-    let owner = args::owner(owner)?;
-    let mut to = None;
-    let mut others: Vec<&[u8]> = Vec::with_capacity(rest.len());
-    for pair in rest.chunks(2) {
-        match pair {
-            [name, value] if name.eq_ignore_ascii_case(b"TO") => {
-                let id = strict_i64(value).filter(|id| *id > 0);
-                let id = id.ok_or(LockError::BadArg {
-                    name: "TO",
-                    expected: "a client id (a positive integer)",
-                })?;
-                if to.replace(id.unsigned_abs()).is_some() {
-                    return Err(LockError::BadArg {
-                        name: "TO",
-                        expected: "given once",
-                    });
-                }
-            }
-            [name] if name.eq_ignore_ascii_case(b"TO") => {
-                return Err(LockError::BadArg {
-                    name: "TO",
-                    expected: "followed by a client id",
-                })
-            }
-            pair => others.extend_from_slice(pair),
-        }
-    }
-    let options = args::options(&others, &[Opt::Lease, Opt::Wait], now_ms)?;
-    Ok(WaitArgs { owner, options, to })
-}
+use crate::commands::dispatch::Args;
+use crate::handoff::take::{self, Attempt};
+use crate::handoff::ticket_wait::{self, Route};
+use crate::host::ffi::api;
+use crate::host::{config, gate, node};
+use crate::waits::{receiver, tickets};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::parse::wait::parse;
+use rlock_core::reply::Reply;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = parse(args.bytes(), node::now_ms())?;
     gate::client_writes(ctx)?;
     let me = tickets::me(ctx)?;
-    let to = receiver(ctx, &me, parsed.to)?;
+    let to = receiver::choose(ctx, &me, parsed.to)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let (key, db, held_back) = match attempt(ctx, args, parsed.owner, lease)? {
-        Attempt::Held(token) => return reply(ctx, c"held", token),
-        Attempt::Contended { key, db, held_back } => (key, db, held_back),
-    };
+    let (key, db, held_back) =
+        match take::attempt(ctx, args.key()?, (args.name(2)?, parsed.owner), lease)? {
+            Attempt::Held(token) => return reply(ctx, c"held", token),
+            Attempt::Contended { key, db, held_back } => (key, db, held_back),
+        };
     let wait = parsed.options.wait.unwrap_or(0);
     let route = Route { sender: &me, to };
-    let id = receiving::queue(
+    let id = ticket_wait::queue(
         ctx,
         (db, &key),
         parsed.owner,
@@ -86,73 +40,6 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     )?;
     counters::CONTENDED.bump();
     reply(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
-}
-
-/// Who gets the outcome: the connection `TO` names (pull), which must run as the caller's
-/// ACL user, or the caller (push), which must be able to see it.
-fn receiver(ctx: *mut raw::RedisModuleCtx, me: &Me, to: Option<u64>) -> Result<To, LockError> {
-    if let Some(id) = to {
-        let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
-        info.version = 1;
-        let client_info = api!(RedisModule_GetClientInfoById);
-        let exists = unsafe { client_info((&raw mut info).cast(), id) };
-        if exists != raw::REDISMODULE_OK as c_int {
-            return Err(LockError::NoClient(id));
-        }
-        if !tickets::same_user(ctx, me, id) {
-            return Err(LockError::ToOtherUser(id));
-        }
-        return Ok(To {
-            receiver: id,
-            delivery: Delivery::Pull,
-        });
-    }
-    let flags = node::flags(ctx);
-    if flags & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
-        return Err(LockError::WaitNeedsTo("inside a script"));
-    }
-    if node::is_cluster(ctx) {
-        return Err(LockError::WaitNeedsTo("in a cluster"));
-    }
-    if flags & raw::REDISMODULE_CTX_FLAGS_RESP3 == 0 {
-        return Err(LockError::WaitNeedsResp3);
-    }
-    let id = me.id;
-    if !tickets::subscribed(id, false) {
-        if !has_subscriber(ctx, id)? {
-            return Err(LockError::NotSubscribed(id));
-        }
-        tickets::subscribed(id, true);
-    }
-    Ok(To {
-        receiver: id,
-        delivery: Delivery::Push,
-    })
-}
-
-/// Whether the channel of receiver `id` has a subscriber (`PUBSUB NUMSUB`), checked once
-/// per connection.
-fn has_subscriber(ctx: *mut raw::RedisModuleCtx, id: u64) -> Result<bool, LockError> {
-    let call = api!(RedisModule_Call);
-    let element = api!(RedisModule_CallReplyArrayElement);
-    let integer = api!(RedisModule_CallReplyInteger);
-    let free = api!(RedisModule_FreeCallReply);
-    let channel = OwnedString::new(ctx, format!("{GRANTS_PREFIX}{id}").as_bytes())?;
-    let reply = unsafe {
-        call(
-            ctx,
-            c"PUBSUB".as_ptr(),
-            c"cs".as_ptr(),
-            c"NUMSUB".as_ptr(),
-            channel.0,
-        )
-    };
-    if reply.is_null() {
-        return Ok(false);
-    }
-    let count = unsafe { integer(element(reply, 1)) };
-    unsafe { free(reply) };
-    Ok(count > 0)
 }
 
 /// Replies `[tag, n]`.
@@ -168,54 +55,4 @@ fn reply(ctx: *mut raw::RedisModuleCtx, tag: &std::ffi::CStr, n: i64) -> Result<
         integer(ctx, n);
     }
     Ok(Reply::Sent)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn to_is_taken_out_of_the_options() {
-        let argv: [&[u8]; 9] = [
-            b"LOCK.WAIT",
-            b"k",
-            b"me",
-            b"LEASE",
-            b"10",
-            b"to",
-            b"42",
-            b"WAIT",
-            b"5",
-        ];
-        let a = parse(&argv, 0).unwrap();
-        assert_eq!(
-            (a.options.lease, a.options.wait, a.to),
-            (Some(10), Some(5), Some(42))
-        );
-    }
-
-    #[test]
-    fn a_bad_or_repeated_to_is_refused() {
-        for to in [&b"0"[..], b"-1", b"x", b"01"] {
-            let argv: [&[u8]; 5] = [b"LOCK.WAIT", b"k", b"me", b"TO", to];
-            assert!(matches!(
-                parse(&argv, 0),
-                Err(LockError::BadArg { name: "TO", .. })
-            ));
-        }
-        let argv: [&[u8]; 7] = [b"LOCK.WAIT", b"k", b"me", b"TO", b"1", b"TO", b"2"];
-        assert!(matches!(
-            parse(&argv, 0),
-            Err(LockError::BadArg { name: "TO", .. })
-        ));
-    }
-
-    #[test]
-    fn to_without_a_value_is_refused() {
-        let argv: [&[u8]; 4] = [b"LOCK.WAIT", b"k", b"me", b"TO"];
-        assert!(matches!(
-            parse(&argv, 0),
-            Err(LockError::BadArg { name: "TO", .. })
-        ));
-    }
 }

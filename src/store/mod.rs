@@ -1,6 +1,9 @@
-//! Reading a lock's hash and its TTL; `write.rs` writes them and replicates every write.
-//! The store is a leaf over Redis's key API: it arms no timer and serves no waiter (callers
-//! tell the lease timers when a deadline moves).
+//! The lock's state in Redis: reading a lock's hash and its TTL here; `write.rs` writes
+//! them and replicates every write; `publish.rs` sends the release message; `persist.rs`
+//! keeps the token counter in the RDB. The store is a leaf over Redis's key API: it arms no
+//! timer and serves no waiter (callers tell the lease timers when a deadline moves).
+//!
+//! May use: `host/`, `rlock_core`.
 
 use std::ffi::{c_int, c_void};
 use std::mem::ManuallyDrop;
@@ -9,13 +12,15 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use redis_module::raw;
 
-use crate::args::strict_i64;
-use crate::config;
-use crate::error::LockError;
-use crate::ffi::{api, kept, OwnedString};
-use crate::lock::{Holding, TOKEN_FIELD};
-use crate::token::TOKENS;
+use crate::host::config;
+use crate::host::ffi::{api, kept, OwnedString};
+use rlock_core::args::strict_i64;
+use rlock_core::error::LockError;
+use rlock_core::lock::{Holding, TOKEN_FIELD};
+use rlock_core::token::TOKENS;
 
+pub mod persist;
+pub mod publish;
 mod write;
 
 pub use write::{LockEntry, Over, Replicate};
@@ -279,7 +284,7 @@ unsafe extern "C" fn collect_field(
     value: *mut raw::RedisModuleString,
     privdata: *mut c_void,
 ) {
-    crate::guard::entry("reading a lock's fields", (), || {
+    crate::host::guard::entry("reading a lock's fields", (), || {
         // Runs inside ScanKey, called from `scan_fields` with a live `Vec` behind privdata.
         let fields = unsafe { &mut *privdata.cast::<Fields>() };
         let field = redis_module::RedisString::string_as_slice(field).to_vec();

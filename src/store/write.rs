@@ -19,8 +19,8 @@ use std::sync::atomic::AtomicPtr;
 use redis_module::raw;
 
 use super::{token_field, while_self_notifying, LockKey, Name};
-use crate::error::LockError;
-use crate::ffi::{api, kept, OwnedString};
+use crate::host::ffi::{api, kept, OwnedString};
+use rlock_core::error::LockError;
 
 /// How a deletion that frees a lock reaches replicas and the AOF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

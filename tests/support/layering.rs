@@ -17,7 +17,7 @@ use std::path::Path;
 pub type Layers = &'static [(&'static str, &'static [&'static [&'static str]])];
 
 /// A module's place: its group's rank (bottom 0) and its layer's name.
-fn place(layers: Layers, module: &str) -> Option<(usize, &'static str)> {
+pub fn place(layers: Layers, module: &str) -> Option<(usize, &'static str)> {
     let groups = layers
         .iter()
         .flat_map(|(layer, groups)| groups.iter().map(move |group| (*layer, *group)));
@@ -96,17 +96,17 @@ fn group_heads(code: &[char], from: usize) -> Vec<String> {
     heads
 }
 
-fn ident(code: &[char], at: usize) -> Option<String> {
+pub fn ident(code: &[char], at: usize) -> Option<String> {
     let name: String = code[at..].iter().take_while(|c| is_ident(**c)).collect();
     let keyword = ["self", "super", "crate"].contains(&name.as_str());
     (!name.is_empty() && !keyword).then_some(name)
 }
 
-fn is_ident(c: char) -> bool {
+pub fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-fn skip_space(code: &[char], mut i: usize) -> usize {
+pub fn skip_space(code: &[char], mut i: usize) -> usize {
     while code.get(i).is_some_and(|c| c.is_whitespace()) {
         i += 1;
     }
@@ -114,7 +114,7 @@ fn skip_space(code: &[char], mut i: usize) -> usize {
 }
 
 /// `text` with comments, string literals and char literals blanked out.
-fn strip(text: &str) -> String {
+pub fn strip(text: &str) -> String {
     let s: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;

@@ -1,0 +1,38 @@
+//! rlock-core: what a lock is, without Redis. No Redis types and no allocator of its own;
+//! the module (`rlock`, the root crate) runs these rules on the server. `cargo test -p
+//! rlock-core` tests them alone, with no server.
+//!
+//! Modules, top first (each uses only those below it; `tests/layering.rs` at the
+//! workspace root checks it):
+//! - `fence` (`LOCK.FENCED`'s rules).
+//! - `parse` (each command's arguments), `lock` (the state machine: what a command does
+//!   to a lock), `receivers` (the tables of tickets: who receives each, who may cancel it,
+//!   mailboxes, parked `LOCK.GRANTS`).
+//! - `args` (argument parsing), `registry` (FIFO queues of waits ordered by arrival, exactly
+//!   one end per wait, grants, pending checks), `cluster` (key slots, `CLUSTER NODES`).
+//! - `error` (every error text), below it `fence_error` (`LOCK.FENCED`'s texts).
+//! - `echo` (how an error line echoes client bytes), `token` (fencing tokens), `channel`
+//!   (channel names), `counters` (`INFO rlock`'s counters), `idhash`, `reply` (replies as
+//!   plain values), `stall` (the stall clock), `verdict` (the gate's rules as a table).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod args;
+pub mod channel;
+pub mod cluster;
+pub mod counters;
+pub mod echo;
+pub mod error;
+pub mod fence;
+pub mod fence_error;
+pub mod idhash;
+pub mod lock;
+pub mod parse;
+pub mod receivers;
+pub mod registry;
+pub mod reply;
+pub mod stall;
+pub mod token;
+pub mod verdict;

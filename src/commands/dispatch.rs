@@ -1,0 +1,108 @@
+//! How Redis calls a command: [`dispatch`] hands the command's body the arguments as Redis
+//! passed them (no copies, no allocation), contains any panic, and sends the reply.
+
+use std::ffi::c_int;
+use std::slice;
+
+use redis_module::raw;
+
+use crate::host::guard;
+use crate::store::Name;
+use rlock_core::error::LockError;
+use rlock_core::reply::{error_line, Reply};
+
+/// The arguments of one call, command name first: the strings Redis passed and their
+/// bytes, both valid for the whole call. The bytes of the command name and of the key are
+/// left empty: parsers only count them, and the key is read through its string
+/// ([`LockKey::name`]).
+pub struct Args<'a> {
+    strings: &'a [*mut raw::RedisModuleString],
+    bytes: &'a [&'a [u8]],
+}
+
+impl<'a> Args<'a> {
+    pub fn bytes(&self) -> &[&'a [u8]] {
+        self.bytes
+    }
+
+    /// The strings Redis passed, command name first.
+    pub fn strings(&self) -> &'a [*mut raw::RedisModuleString] {
+        self.strings
+    }
+
+    /// The key (argv[1]); arity is checked by each parser first.
+    pub fn key(&self) -> Result<*mut raw::RedisModuleString, LockError> {
+        self.strings.get(1).copied().ok_or(LockError::WrongArity)
+    }
+
+    /// Argument `i` as a name that writes and replication can reuse.
+    pub fn name(&self, i: usize) -> Result<Name<'a>, LockError> {
+        match (self.bytes.get(i), self.strings.get(i)) {
+            (Some(bytes), Some(raw)) => Ok(Name { bytes, raw: *raw }),
+            _ => Err(LockError::WrongArity),
+        }
+    }
+}
+
+/// A command's body.
+pub type Run = fn(*mut raw::RedisModuleCtx, &Args<'_>) -> Result<Reply, LockError>;
+
+/// Arguments up to this many are viewed without allocating.
+const INLINE_ARGS: usize = 8;
+
+/// Calls `run` on Redis's `argv` and replies with its outcome.
+///
+/// # Safety
+/// `argv` must hold `argc` live strings, as Redis passes to a command function.
+pub(crate) unsafe fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    name: &'static str,
+    run: Run,
+) -> c_int {
+    let strings: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
+        Ok(n) if !argv.is_null() => unsafe { slice::from_raw_parts(argv, n) },
+        _ => &[],
+    };
+    let bytes_of = |(i, s): (usize, &*mut raw::RedisModuleString)| match i {
+        0 | 1 => &[][..],
+        _ => redis_module::RedisString::string_as_slice(*s),
+    };
+    // Up to INLINE_ARGS on the stack; more in a Vec.
+    let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let spilled: Vec<&[u8]>;
+    let bytes: &[&[u8]] = if strings.len() <= INLINE_ARGS {
+        for (b, s) in inline.iter_mut().zip(strings.iter().enumerate()) {
+            *b = bytes_of(s);
+        }
+        &inline[..strings.len()]
+    } else {
+        spilled = strings.iter().enumerate().map(bytes_of).collect();
+        &spilled
+    };
+    let args = Args { strings, bytes };
+    let outcome = guard::command(name, || run(ctx, &args));
+    reply(ctx, outcome);
+    raw::REDISMODULE_OK as c_int
+}
+
+fn reply(ctx: *mut raw::RedisModuleCtx, outcome: Result<Reply, LockError>) {
+    let sent = match outcome {
+        Ok(Reply::Integer(n)) => unsafe { raw::RedisModule_ReplyWithLongLong.map(|f| f(ctx, n)) },
+        Ok(Reply::Nil) => unsafe { raw::RedisModule_ReplyWithNull.map(|f| f(ctx)) },
+        Ok(Reply::Ok) => unsafe {
+            raw::RedisModule_ReplyWithSimpleString.map(|f| f(ctx, c"OK".as_ptr()))
+        },
+        Ok(Reply::Sent) => Some(0),
+        Err(LockError::WrongArity) => unsafe { raw::RedisModule_WrongArity.map(|f| f(ctx)) },
+        Err(e) => {
+            let text = error_line(&e.to_string());
+            unsafe { raw::RedisModule_ReplyWithError.map(|f| f(ctx, text.as_ptr())) }
+        }
+    };
+    debug_assert!(
+        sent.is_some(),
+        "reply functions are part of every module API"
+    );
+}

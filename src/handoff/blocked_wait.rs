@@ -1,0 +1,152 @@
+//! A client's wait for a lock: queued in FIFO order until a handoff, its `WAIT` limit or its
+//! disconnection takes it out (SPEC.md §3). A client handed the lock that disconnects before
+//! its reply gives the hold back.
+
+use std::ffi::c_void;
+
+use redis_module::raw;
+
+use crate::handoff::{door, expiry};
+use crate::host::ffi::OwnedString;
+use crate::host::gate::{self, Verdict};
+use crate::host::{config, guard, node};
+use crate::store::{LockKey, Mode, Name, Replicate};
+use crate::waits::queues::{self, id_of, Bc, Waiter};
+use crate::waits::{blocked, tickets};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::lock::{self, ReleaseStep};
+use rlock_core::registry::{Db, Grant};
+
+/// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
+/// will hold the lock with a lease of `lease_ms`. `held_back`: the gate holds a free lock
+/// back until then (the failover delay, a stall...), when a check serves the queue.
+pub fn wait(
+    ctx: *mut raw::RedisModuleCtx,
+    db: Db,
+    key: &LockKey,
+    owner: &[u8],
+    (lease_ms, wait_ms): (i64, i64),
+    held_back: Option<i64>,
+) -> Result<(), LockError> {
+    admit(db, key.name())?;
+    let blocked = blocked::block(ctx, wait_ms, forget_disconnected)?;
+    let now = node::now_ms();
+    let waiter = Waiter {
+        id: blocked.id,
+        client: id_of(blocked.bc),
+        owner: owner.to_vec(),
+        lease_ms,
+        deadline_timer: blocked.deadline_timer,
+        wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
+    };
+    queues::enqueue(db, key.name(), waiter);
+    // The client is blocked now: whatever happens next, the command's reply is sent later.
+    watch(ctx, db, key, now, held_back);
+    Ok(())
+}
+
+/// A wait was queued on `key`: a lock without a lease is checked on events only; one with
+/// a lease when it ends; a free one held back by the gate when the gate said to ask again.
+pub fn watch(
+    ctx: *mut raw::RedisModuleCtx,
+    db: Db,
+    key: &LockKey,
+    now: i64,
+    held_back: Option<i64>,
+) {
+    let lease_end = match key.ttl_ms() {
+        Ok(ttl @ 0..) => Some(now.saturating_add(ttl)),
+        _ => None,
+    };
+    if let Some(at) = lease_end.or(held_back) {
+        expiry::arm(ctx, db, key.name(), at);
+    }
+}
+
+/// Refuses a new waiter past `rlock.max-waiters` (on the node: queued waits and outcomes
+/// unread in mailboxes) or `rlock.max-waiters-per-key` (on this lock); 0 means no limit.
+pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
+    let (total, per_key) = (config::max_waiters(), config::max_waiters_per_key());
+    let held = || queues::count().saturating_add(tickets::unread());
+    if total > 0 && held() >= usize::try_from(total).unwrap_or(usize::MAX) {
+        return Err(LockError::TooManyWaiters(total));
+    }
+    if per_key > 0 && queues::queue_len(db, key) >= usize::try_from(per_key).unwrap_or(usize::MAX) {
+        return Err(LockError::TooManyWaitersForKey(per_key));
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
+    guard::callback("waiter disconnected", || {
+        if let Some(waiter) = queues::take(bc, None) {
+            blocked::stop_deadline(ctx, waiter.deadline_timer);
+            blocked::release_handle(bc)?;
+        } else if let Some(grant) = queues::take_grant(bc) {
+            // Handed the lock, but gone before its reply: nobody will ever know it holds
+            // it. Take the hold back once this callback is over.
+            schedule_revoke(ctx, grant, 0)?;
+        }
+        Ok(())
+    });
+}
+
+/// Takes back the hold of an undelivered grant in a timer, `delay_ms` from now (never from
+/// inside a callback that may not write).
+pub fn schedule_revoke(
+    ctx: *mut raw::RedisModuleCtx,
+    grant: Grant,
+    delay_ms: i64,
+) -> Result<(), LockError> {
+    let data = Box::into_raw(Box::new(grant));
+    if node::create_timer(ctx, delay_ms, revoke, data.cast::<c_void>()).is_none() {
+        // Never armed: the box is still ours.
+        drop(unsafe { Box::from_raw(data) });
+        return Err(LockError::MissingApi("RedisModule_CreateTimer"));
+    }
+    Ok(())
+}
+
+extern "C" fn revoke(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    // The timer hands back the box made in `schedule_revoke`.
+    let grant = unsafe { Box::from_raw(data.cast::<Grant>()) };
+    node::timer_fired();
+    guard::callback("revoking an undelivered grant", || {
+        match gate::writes(ctx) {
+            Verdict::Later(at) => {
+                let delay = at.saturating_sub(node::now_ms());
+                schedule_revoke(ctx, *grant, delay)
+            }
+            // A replica takes its master's word on the lock: the lease ends it there.
+            Verdict::Refuse(_) => Ok(()),
+            Verdict::Go | Verdict::Expired => revoke_grant(ctx, &grant),
+        }
+    });
+}
+
+/// Gives back the hold of an undelivered grant, if the lock still is that holding.
+fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), LockError> {
+    node::select_db(ctx, grant.db);
+    let name = OwnedString::new(ctx, &grant.key)?;
+    let key = LockKey::open(ctx, name.0, Mode::Write)?;
+    let Ok(Some(holding)) = key.read() else {
+        return Ok(());
+    };
+    if holding.token != grant.token {
+        return Ok(());
+    }
+    match lock::release(Some(&holding), &grant.owner) {
+        ReleaseStep::Remaining(count) => {
+            let owner = OwnedString::new(ctx, &grant.owner)?;
+            key.write_count(&Name::of(&owner), count)?;
+        }
+        ReleaseStep::Freed => {
+            let handed = door::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
+            expiry::handed(ctx, key.name(), handed);
+        }
+        ReleaseStep::NotHeld => return Ok(()),
+    }
+    counters::REVOKED_GRANTS.bump();
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! Locks changing hands: the one door of every fresh holding, which asks the gate, and a
+//! holding's end, handing the lock to the first waiter or freeing it (`door.rs`); taking a
+//! lock for a command: serve the queue first, take it free, or reenter (`take.rs`); lease
+//! timers and checks (`expiry.rs`); the heartbeat (`heartbeat.rs`); a blocked client's wait
+//! (`blocked_wait.rs`) and a ticket's life (`ticket_wait.rs`).
+//!
+//! May use: `waits/`, `store/`, `host/`, `rlock_core`.
+
+pub mod blocked_wait;
+pub mod door;
+pub mod expiry;
+pub mod heartbeat;
+pub mod take;
+pub mod ticket_wait;

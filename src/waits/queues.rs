@@ -1,0 +1,169 @@
+//! The node's one waiter registry (`rlock_core::registry`), keyed by blocked-client handle
+//! (or, for a ticket, by an odd number made of its wait id: `tickets.rs`).
+//!
+//! Everything here runs on Redis's main thread, so the registry is a thread-local. No borrow
+//! of it is held across a call into Redis: each function here borrows it for its own body.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use redis_module::raw;
+
+use rlock_core::registry::{Db, Grant, Registry};
+
+/// A blocked client's handle.
+pub type Bc = *mut raw::RedisModuleBlockedClient;
+
+/// A queued client, known by its handle's address.
+pub type Waiter = rlock_core::registry::Waiter<usize>;
+
+thread_local! {
+    static REGISTRY: RefCell<Registry<usize>> = RefCell::new(Registry::default());
+}
+
+/// How many clients are queued, read on every keyspace event of the server: one load.
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+
+/// The registry key of a blocked client.
+pub fn id_of(bc: Bc) -> usize {
+    bc as usize
+}
+
+/// The blocked client a registry key stands for.
+pub fn handle_of(client: usize) -> Bc {
+    client as Bc
+}
+
+fn with<R>(f: impl FnOnce(&mut Registry<usize>) -> R) -> R {
+    REGISTRY.with(|r| {
+        let mut registry = r.borrow_mut();
+        let result = f(&mut registry);
+        QUEUED.store(registry.waiting(), Ordering::Relaxed);
+        result
+    })
+}
+
+/// Whether any client waits anywhere (the fast path of every event).
+pub fn any() -> bool {
+    QUEUED.load(Ordering::Relaxed) > 0
+}
+
+/// How many clients are queued on the node.
+pub fn count() -> usize {
+    QUEUED.load(Ordering::Relaxed)
+}
+
+/// (queued clients, locks with a queue, an estimate of the bytes the queues take).
+pub fn gauges() -> (usize, usize, usize) {
+    with(|r| (r.waiting(), r.queues(), r.memory()))
+}
+
+/// Number of clients queued on a lock.
+pub fn queue_len(db: Db, key: &[u8]) -> usize {
+    if !any() {
+        return 0;
+    }
+    with(|r| r.queue_len(db, key))
+}
+
+/// Queues a blocked client at the end of the queue of `key`.
+pub fn enqueue(db: Db, key: &[u8], waiter: Waiter) {
+    with(|r| r.enqueue(db, key, waiter));
+}
+
+/// Takes the first waiter of `key` out of its queue.
+pub fn pop_first(db: Db, key: &[u8]) -> Option<Waiter> {
+    with(|r| r.pop_first(db, key))
+}
+
+/// The first waiter of `key` (a copy), left in its queue.
+pub fn first(db: Db, key: &[u8]) -> Option<Waiter> {
+    if !any() {
+        return None;
+    }
+    with(|r| r.first(db, key).cloned())
+}
+
+/// Takes a queued client out of its queue (only the waiter `id`, when given).
+pub fn take(bc: Bc, id: Option<u64>) -> Option<Waiter> {
+    with(|r| r.take(id_of(bc), id))
+}
+
+/// Takes a queued entry (a blocked client or a ticket) out of its queue: only the wait
+/// `id`, when given.
+pub fn take_entry(client: usize, id: Option<u64>) -> Option<Waiter> {
+    with(|r| r.take(client, id))
+}
+
+/// Takes these queued entries (registry entry, wait id) out of their queues at once; the
+/// deadline timers of those taken.
+pub fn take_entries(waits: &[(usize, u64)]) -> Vec<u64> {
+    with(|r| r.take_many(waits))
+}
+
+/// Whether a queued entry waits for lock `key` of `db`.
+pub fn waits_on(client: usize, db: Db, key: &[u8]) -> bool {
+    with(|r| r.location(client) == Some((db, key)))
+}
+
+/// Takes every queued client.
+pub fn take_all() -> Vec<Waiter> {
+    with(Registry::take_all)
+}
+
+/// Takes the clients queued on `key`.
+pub fn take_queue(db: Db, key: &[u8]) -> Vec<Waiter> {
+    with(|r| r.take_queue(db, key))
+}
+
+/// Records that `bc` was handed a lock whose reply has not gone out.
+pub fn record_grant(bc: Bc, grant: Grant) {
+    with(|r| r.record_grant(id_of(bc), grant));
+}
+
+/// Takes the grant of a client whose reply has not gone out, if any.
+pub fn take_grant(bc: Bc) -> Option<Grant> {
+    with(|r| r.take_grant(id_of(bc)))
+}
+
+thread_local! {
+    /// The grants of `LOCK.GRANTS` replies not sent yet, by blocked-client handle: present
+    /// from its unblocking (possibly empty) until its reply is sent or its client leaves.
+    static BATCHES: RefCell<HashMap<usize, Vec<Grant>>> = RefCell::new(HashMap::new());
+}
+
+/// Records that `bc`, a `LOCK.GRANTS` client, was unblocked with these grants.
+pub fn record_batch(bc: Bc, grants: Vec<Grant>) {
+    BATCHES.with(|b| b.borrow_mut().insert(id_of(bc), grants));
+}
+
+/// Takes the grants `bc` was unblocked with; `None` if it was not unblocked.
+pub fn take_batch(bc: Bc) -> Option<Vec<Grant>> {
+    BATCHES.with(|b| b.borrow_mut().remove(&id_of(bc)))
+}
+
+/// Records that a check of `key` fires at `at` (Unix ms); false when none is needed.
+pub fn claim_check(db: Db, key: &[u8], at: i64) -> bool {
+    with(|r| r.claim_check(db, key, at))
+}
+
+/// Records `timer` as the timer of the check just claimed; returns the one it replaces.
+pub fn replace_check_timer(db: Db, key: &[u8], timer: u64) -> Option<u64> {
+    with(|r| r.replace_check_timer(db, key, timer))
+}
+
+/// The check of `timer` on `key` ran at `now`.
+pub fn check_ran(db: Db, key: &[u8], now: i64, timer: u64) {
+    with(|r| r.check_ran(db, key, now, timer));
+}
+
+/// Takes the lease timers of queues that emptied (not fired yet: to be stopped).
+pub fn take_stale_timers() -> Vec<u64> {
+    with(Registry::take_stale_timers)
+}
+
+/// The locks with waiters, in `db` or in every db.
+pub fn queued_keys(db: Option<Db>) -> Vec<(Db, Vec<u8>)> {
+    with(|r| r.queued_keys(db))
+}
