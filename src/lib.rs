@@ -113,12 +113,13 @@ mod module {
 
     /// The numeric configs: name, variable, default, min, max.
     #[rustfmt::skip]
-    const NUMBERS: [(&str, &AtomicI64, i64, i64, i64); 5] = [
+    const NUMBERS: [(&str, &AtomicI64, i64, i64, i64); 6] = [
         ("default-lease", &config::DEFAULT_LEASE, config::DEFAULT_LEASE_MS, 1, config::MAX_LEASE_MS),
         ("token-gap", &config::TOKEN_GAP, config::DEFAULT_TOKEN_GAP, 1, config::MAX_TOKEN_GAP),
         ("failover-delay", &config::FAILOVER_DELAY, config::DEFAULT_FAILOVER_DELAY_MS, 0, config::MAX_LEASE_MS),
         ("max-waiters", &config::MAX_WAITERS, 0, 0, config::MAX_WAITERS_LIMIT),
         ("max-waiters-per-key", &config::MAX_WAITERS_PER_KEY, 0, 0, config::MAX_WAITERS_LIMIT),
+        ("script-turn", &config::SCRIPT_TURN, config::DEFAULT_SCRIPT_TURN_MS, 0, config::MAX_SCRIPT_TURN_MS),
     ];
 
     /// Every `rlock.*` config, then Redis applies the values it was given for them

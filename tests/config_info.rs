@@ -10,7 +10,7 @@ use support::{
     error_text, expect_error, field, info, int, module_path, pairs, pttl, raw, text_of, Server,
 };
 
-const CONFIGS: [(&str, &str); 7] = [
+const CONFIGS: [(&str, &str); 8] = [
     ("rlock.default-lease", "30000"),
     ("rlock.channel-prefix", "redisson_lock__channel"),
     ("rlock.publish", "publish"),
@@ -18,6 +18,7 @@ const CONFIGS: [(&str, &str); 7] = [
     ("rlock.failover-delay", "30000"),
     ("rlock.max-waiters", "0"),
     ("rlock.max-waiters-per-key", "0"),
+    ("rlock.script-turn", "0"),
 ];
 
 const COMMANDS: [&str; 5] = [
@@ -69,6 +70,8 @@ fn configs_can_be_set_at_runtime() {
         ("rlock.publish", "publish"),
         ("rlock.token-gap", "4096"),
         ("rlock.failover-delay", "0"),
+        ("rlock.script-turn", "250"),
+        ("rlock.script-turn", "0"),
     ];
     for (name, value) in values {
         assert_eq!(
@@ -99,6 +102,8 @@ fn bad_config_values_are_refused_and_the_old_value_kept() {
         ("rlock.token-gap", "-1"),
         ("rlock.max-waiters", "-1"),
         ("rlock.max-waiters-per-key", "abc"),
+        ("rlock.script-turn", "-1"),
+        ("rlock.script-turn", "60001"),
     ];
     for (name, value) in bad {
         let reply = config_set(&mut con, name, value);

@@ -46,9 +46,11 @@ pub static CONTENDED: Counter = Counter::new();
 pub static FORCE_RELEASES: Counter = Counter::new();
 /// Holds given back because the waiter they were handed to left before its reply.
 pub static REVOKED_GRANTS: Counter = Counter::new();
+/// Releases that left a lock with native waiters free for script clients, their turn.
+pub static SCRIPT_TURNS: Counter = Counter::new();
 
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 12] = [
+pub const ALL: [(&str, &Counter); 13] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -61,6 +63,7 @@ pub const ALL: [(&str, &Counter); 12] = [
     ("contended", &CONTENDED),
     ("force_releases", &FORCE_RELEASES),
     ("revoked_grants", &REVOKED_GRANTS),
+    ("script_turns", &SCRIPT_TURNS),
 ];
 
 /// A gauge: a count that goes up and down.

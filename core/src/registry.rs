@@ -83,6 +83,8 @@ pub struct Registry<C> {
     handed: IdMap<C, Grant>,
     /// An estimate of the bytes the queued waiters take.
     bytes: usize,
+    /// The script clients' turns of locks handed on (`registry/turns.rs`).
+    turns: HashMap<(Db, Vec<u8>), Turns>,
 }
 
 impl<C> Default for Registry<C> {
@@ -94,6 +96,7 @@ impl<C> Default for Registry<C> {
             stale_timers: IdSet::default(),
             handed: IdMap::default(),
             bytes: 0,
+            turns: HashMap::new(),
         }
     }
 }
@@ -276,6 +279,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
 mod bulk;
 mod checks;
+mod turns;
+
+pub use turns::{scripts_due, Turns};
 
 #[cfg(test)]
 #[path = "registry_tests.rs"]

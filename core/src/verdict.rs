@@ -12,6 +12,8 @@
 //! - after a stall (the node did not run for a while: it may have been failed over while it
 //!   did not run), nothing is granted until its view of its replicas is fresh again;
 //! - after a promotion, nothing is granted until the failover delay ends;
+//! - while script clients have their turn on the lock (`registry/turns.rs`), no native
+//!   waiter or newcomer is granted it until the turn ends;
 //! - at or over `maxmemory` nothing is granted (a grant would only be evicted again);
 //! - with `min-replicas-to-write`, nothing is granted while too few good replicas are there.
 
@@ -42,6 +44,8 @@ pub struct Facts {
     pub stalled_until: Option<i64>,
     /// When the failover delay ends, if one is under way.
     pub delay_until: Option<i64>,
+    /// When the script clients' turn on the lock ends, if one is under way.
+    pub scripts_until: Option<i64>,
     /// Used memory is at or over `maxmemory`.
     pub over_memory: bool,
     /// `min-replicas-to-write` is met (true when it is not set).
@@ -83,8 +87,11 @@ pub fn decide(facts: &Facts) -> Verdict {
     if let Some(redirect) = &facts.redirect {
         return Verdict::Refuse(redirect.clone());
     }
-    // The later of the two hold-backs, so that a check does not come back in between.
-    let held = facts.stalled_until.max(facts.delay_until);
+    // The latest of the hold-backs, so that a check does not come back in between.
+    let held = facts
+        .stalled_until
+        .max(facts.delay_until)
+        .max(facts.scripts_until);
     if let Some(until) = held.filter(|until| *until > now) {
         return Verdict::Later(until);
     }

@@ -13,6 +13,7 @@ fn open() -> Facts {
         redirect: None,
         stalled_until: None,
         delay_until: None,
+        scripts_until: None,
         over_memory: false,
         replicas_ok: true,
     }
@@ -40,6 +41,8 @@ fn every_rule_as_a_table() {
         ("stall hold-back over", with(|f| f.stalled_until = Some(NOW)), Verdict::Go),
         ("failover delay", with(|f| f.delay_until = Some(NOW + 700)), Verdict::Later(NOW + 700)),
         ("failover delay over", with(|f| f.delay_until = Some(NOW - 1)), Verdict::Go),
+        ("script clients' turn", with(|f| f.scripts_until = Some(NOW + 80)), Verdict::Later(NOW + 80)),
+        ("script clients' turn over", with(|f| f.scripts_until = Some(NOW)), Verdict::Go),
         ("at or over maxmemory", with(|f| f.over_memory = true), Verdict::Later(NOW + MEMORY_RETRY_MS)),
         ("too few replicas", with(|f| f.replicas_ok = false), Verdict::Later(NOW + REPLICAS_RETRY_MS)),
     ];
@@ -60,6 +63,11 @@ fn the_later_hold_back_wins() {
         f.delay_until = Some(NOW + 300);
     });
     assert_eq!(decide(&both), Verdict::Later(NOW + 300));
+    let turn = with(|f| {
+        f.delay_until = Some(NOW + 300);
+        f.scripts_until = Some(NOW + 400);
+    });
+    assert_eq!(decide(&turn), Verdict::Later(NOW + 400));
 }
 
 #[test]

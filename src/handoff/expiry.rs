@@ -14,7 +14,7 @@ use crate::handoff::door::{self, Handed};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
-use crate::store::{while_self_notifying, LockKey, Mode, Over};
+use crate::store::{publish, while_self_notifying, LockKey, Mode, Over};
 use crate::waits::{finish, queues};
 use rlock_core::error::LockError;
 use rlock_core::registry::Db;
@@ -221,10 +221,23 @@ fn serve_or_rearm(
         Ok(None) => Some(Over::Nothing),
         // The lease ended this millisecond: the holding is over.
         Ok(Some(_)) if lease_end && key.ttl_ms()? == 0 => Some(Over::Other),
-        Ok(Some(_)) => None,
+        Ok(Some(_)) => {
+            // Held again (a script client took its turn): the natives come next.
+            queues::end_scripts_turn(check.db, &check.key);
+            None
+        }
         // Not a lock any more: waiters keep waiting until it is one, or they time out.
         Err(_) => return Ok(()),
     };
+    if vacancy == Some(Over::Nothing) {
+        // Freed behind the module's back (a script's unlock, a `DEL`, Redis's expiry): it
+        // may be the script clients' turn; they learn it from the release message.
+        if let Some(until) = door::scripts_turn(ctx, check.db, &check.key)? {
+            publish::release_message(ctx, &check.key)?;
+            arm(ctx, check.db, &check.key, until);
+            return Ok(());
+        }
+    }
     if let Some(vacancy) = vacancy {
         // The one door: the gate decides (role, pause, route, stall, failover delay,
         // memory, replicas, the waiter's own WAIT limit).

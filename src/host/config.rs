@@ -23,6 +23,12 @@ pub const MAX_LEASE_MS: i64 = 315_360_000_000;
 pub static FAILOVER_DELAY: AtomicI64 = AtomicI64::new(DEFAULT_FAILOVER_DELAY_MS);
 pub const DEFAULT_FAILOVER_DELAY_MS: i64 = 30_000;
 
+/// How long a lock with native waiters stays free for script clients (Redisson) when their
+/// turn comes (ms; 0, the default: no turns, native waiters are always served first).
+pub static SCRIPT_TURN: AtomicI64 = AtomicI64::new(DEFAULT_SCRIPT_TURN_MS);
+pub const DEFAULT_SCRIPT_TURN_MS: i64 = 0;
+pub const MAX_SCRIPT_TURN_MS: i64 = 60_000;
+
 /// How far a promoted replica moves its token counter ahead.
 pub static TOKEN_GAP: AtomicI64 = AtomicI64::new(DEFAULT_TOKEN_GAP);
 pub const DEFAULT_TOKEN_GAP: i64 = 1 << 20;

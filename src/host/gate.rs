@@ -33,6 +33,8 @@ pub struct Ask<'a> {
     /// Asked inside a client's command (not a timer or an event): Redis has routed its key
     /// here and checked `min-replicas-to-write` before it ran.
     pub in_command: bool,
+    /// When the script clients' turn on the lock ends, if one runs.
+    pub scripts_until: Option<i64>,
 }
 
 /// Whether a fresh holding may be created now.
@@ -57,6 +59,7 @@ pub fn ask(ctx: *mut raw::RedisModuleCtx, ask: &Ask<'_>) -> Verdict {
         redirect: None,
         stalled_until: STALLS.observe(now),
         delay_until: fenced_until(now),
+        scripts_until: ask.scripts_until,
         over_memory: over_memory(),
         replicas_ok: true,
     };

@@ -167,3 +167,39 @@ pub fn take_stale_timers() -> Vec<u64> {
 pub fn queued_keys(db: Option<Db>) -> Vec<(Db, Vec<u8>)> {
     with(|r| r.queued_keys(db))
 }
+
+/// Whether the script clients' turn on `key` may be due (`registry/turns.rs`).
+pub fn scripts_may_be_due(db: Db, key: &[u8]) -> bool {
+    any() && with(|r| r.scripts_may_be_due(db, key))
+}
+
+/// Starts the script clients' turn on `key` if it is due; returns when it ends.
+pub fn start_scripts_turn(
+    db: Db,
+    key: &[u8],
+    scripts: usize,
+    now: i64,
+    hold_ms: i64,
+) -> Option<i64> {
+    with(|r| r.start_scripts_turn(db, key, scripts, now, hold_ms))
+}
+
+/// When the script clients' running turn on `key` ends, if one runs at `now`.
+pub fn scripts_until(db: Db, key: &[u8], now: i64) -> Option<i64> {
+    with(|r| r.reserved_until(db, key, now))
+}
+
+/// Someone holds `key`: the script clients' turn on it is over.
+pub fn end_scripts_turn(db: Db, key: &[u8]) {
+    with(|r| r.end_scripts_turn(db, key));
+}
+
+/// A native waiter of `key` was granted it.
+pub fn native_granted(db: Db, key: &[u8]) {
+    with(|r| r.native_granted(db, key));
+}
+
+/// `key` is free with nobody queued: its turns start again from nothing.
+pub fn forget_turns(db: Db, key: &[u8]) {
+    with(|r| r.forget_turns(db, key));
+}

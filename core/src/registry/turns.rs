@@ -1,0 +1,207 @@
+//! Turns for script clients: Redisson's `RLock` and other clients that take a lock with a
+//! Lua script and wait for its release message. They cannot queue, so a lock whose queue
+//! always has a native waiter would never be free for them. A lock with waiters counts the
+//! native grants since the scripts' last turn; when the scripts' share is due, the next
+//! release frees the lock, publishes it, and holds native grants back for a bounded moment
+//! (a reservation), in which a script client can take it.
+//!
+//! The share: with `natives` queued and `scripts` waiting script clients, a turn is due once
+//! `grants × scripts ≥ natives`, so that each script client gets about as many turns as each
+//! native waiter. A turn ends when a script client holds the lock, or when its time is up;
+//! either way the native waiters come next.
+
+use std::hash::Hash;
+
+use super::{Db, Registry};
+
+/// A lock's turns for script clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Turns {
+    /// Grants to native waiters since the scripts' last turn.
+    grants: u64,
+    /// When the scripts' running turn ends (Unix ms); 0: none.
+    reserved_until: i64,
+}
+
+/// Most locks whose turns are kept: past it they are all forgotten at once (a lock then
+/// starts counting its natives' share again), so that locks handed on and then left to
+/// expire never add up.
+pub const MOST_TURNS: usize = 65_536;
+
+/// Whether the scripts' turn is due after `grants` native grants, with `natives` queued
+/// waiters and `scripts` waiting script clients.
+pub fn scripts_due(grants: u64, natives: usize, scripts: usize) -> bool {
+    let (natives, scripts) = (natives as u64, scripts as u64);
+    scripts > 0 && natives > 0 && grants.saturating_mul(scripts) >= natives
+}
+
+impl<C: Copy + Eq + Hash> Registry<C> {
+    /// Whether the scripts' turn on `key` may be due, whatever the number of script
+    /// clients: somebody is queued and a native was granted it since their last turn.
+    /// Cheap: no need to count the script clients when it says false.
+    pub fn scripts_may_be_due(&self, db: Db, key: &[u8]) -> bool {
+        self.queue_len(db, key) > 0 && self.turns_of(db, key).grants > 0
+    }
+
+    /// Starts the scripts' turn on `key` if it is due with `scripts` waiting script
+    /// clients: fresh holdings are held back until `now + hold_ms`, which is returned.
+    pub fn start_scripts_turn(
+        &mut self,
+        db: Db,
+        key: &[u8],
+        scripts: usize,
+        now: i64,
+        hold_ms: i64,
+    ) -> Option<i64> {
+        let natives = self.queue_len(db, key);
+        if hold_ms <= 0 || !scripts_due(self.turns_of(db, key).grants, natives, scripts) {
+            return None;
+        }
+        let until = now.saturating_add(hold_ms);
+        *self.turns_mut(db, key) = Turns {
+            grants: 0,
+            reserved_until: until,
+        };
+        Some(until)
+    }
+
+    /// When the scripts' running turn on `key` ends, if one is running at `now`.
+    pub fn reserved_until(&self, db: Db, key: &[u8], now: i64) -> Option<i64> {
+        let until = self.turns.get(&(db, key.to_vec()))?.reserved_until;
+        (until > now).then_some(until)
+    }
+
+    /// Someone holds `key`: the scripts' running turn, if any, is over.
+    pub fn end_scripts_turn(&mut self, db: Db, key: &[u8]) {
+        if let Some(t) = self.turns.get_mut(&(db, key.to_vec())) {
+            t.reserved_until = 0;
+        }
+    }
+
+    /// A native waiter of `key` was granted it.
+    pub fn native_granted(&mut self, db: Db, key: &[u8]) {
+        let t = self.turns_mut(db, key);
+        t.grants = t.grants.saturating_add(1);
+    }
+
+    /// `key` is free with nobody queued: its turns start again from nothing.
+    pub fn forget_turns(&mut self, db: Db, key: &[u8]) {
+        if !self.turns.is_empty() {
+            self.turns.remove(&(db, key.to_vec()));
+        }
+    }
+
+    /// Locks whose turns are kept now.
+    pub fn turns_kept(&self) -> usize {
+        self.turns.len()
+    }
+
+    fn turns_of(&self, db: Db, key: &[u8]) -> Turns {
+        self.turns
+            .get(&(db, key.to_vec()))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn turns_mut(&mut self, db: Db, key: &[u8]) -> &mut Turns {
+        if self.turns.len() >= MOST_TURNS && !self.turns.contains_key(&(db, key.to_vec())) {
+            self.turns.clear();
+        }
+        self.turns.entry((db, key.to_vec())).or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Waiter;
+
+    fn waiter(id: u64) -> Waiter<u64> {
+        Waiter {
+            id,
+            client: id,
+            owner: b"o".to_vec(),
+            lease_ms: 1000,
+            deadline_timer: None,
+            wait_until: None,
+        }
+    }
+
+    #[test]
+    fn a_turn_is_due_once_the_natives_had_their_share() {
+        assert!(!scripts_due(0, 4, 4), "right after a turn");
+        assert!(scripts_due(1, 4, 4), "one native grant per script client");
+        assert!(
+            !scripts_due(3, 8, 2),
+            "8 natives, 2 scripts: 4 grants first"
+        );
+        assert!(scripts_due(4, 8, 2));
+        assert!(
+            scripts_due(1, 1, 3),
+            "more scripts than natives: every other release"
+        );
+        assert!(!scripts_due(9, 4, 0), "no script client waits");
+        assert!(!scripts_due(9, 0, 4), "no native waits");
+        assert!(scripts_due(u64::MAX, usize::MAX, usize::MAX), "no overflow");
+    }
+
+    #[test]
+    fn a_turn_holds_native_grants_back_until_it_ends() {
+        let mut r: Registry<u64> = Registry::default();
+        assert_eq!(r.start_scripts_turn(0, b"k", 2, 100, 50), None, "no queue");
+        r.enqueue(0, b"k", waiter(1));
+        r.enqueue(0, b"k", waiter(2));
+        assert!(!r.scripts_may_be_due(0, b"k"));
+        assert_eq!(
+            r.start_scripts_turn(0, b"k", 2, 100, 50),
+            None,
+            "not due yet"
+        );
+        r.native_granted(0, b"k");
+        assert!(r.scripts_may_be_due(0, b"k"));
+        assert_eq!(
+            r.start_scripts_turn(0, b"k", 2, 100, 0),
+            None,
+            "turns are off"
+        );
+        assert_eq!(r.start_scripts_turn(0, b"k", 2, 100, 50), Some(150));
+        assert_eq!(r.reserved_until(0, b"k", 149), Some(150));
+        assert_eq!(r.reserved_until(0, b"k", 150), None, "over at its end");
+        assert!(!r.scripts_may_be_due(0, b"k"), "natives come next");
+        r.end_scripts_turn(0, b"k");
+        assert_eq!(
+            r.reserved_until(0, b"k", 120),
+            None,
+            "a script client took it"
+        );
+        assert_eq!(r.reserved_until(1, b"k", 120), None, "another database");
+    }
+
+    #[test]
+    fn the_natives_share_outlives_a_queue_that_empties_between_grants() {
+        let mut r: Registry<u64> = Registry::default();
+        r.enqueue(0, b"k", waiter(1));
+        r.pop_first(0, b"k");
+        r.native_granted(0, b"k");
+        r.enqueue(0, b"k", waiter(2));
+        assert_eq!(r.start_scripts_turn(0, b"k", 1, 100, 50), Some(150));
+        r.pop_first(0, b"k");
+        assert_eq!(
+            r.reserved_until(0, b"k", 120),
+            Some(150),
+            "the turn outlives it too"
+        );
+        r.forget_turns(0, b"k");
+        assert_eq!(r.reserved_until(0, b"k", 120), None);
+        assert_eq!(r.turns_kept(), 0);
+    }
+
+    #[test]
+    fn the_turns_kept_are_bounded() {
+        let mut r: Registry<u64> = Registry::default();
+        for i in 0..MOST_TURNS + 10 {
+            r.native_granted(0, format!("k{i}").as_bytes());
+        }
+        assert!(r.turns_kept() <= MOST_TURNS, "{}", r.turns_kept());
+    }
+}
