@@ -35,6 +35,8 @@ fn server_args(port: u16, proxy: u16, unsafe_mode: bool, topology: Topology) -> 
     args.extend(strings(&["--replica-announce-ip", "127.0.0.1"]));
     args.extend(strings(&["--replica-announce-port", &proxy.to_string()]));
     args.extend(strings(&["--repl-diskless-sync-delay", "0"]));
+    // The Redisson-style workers get their turns on locks with native waiters.
+    args.extend(strings(&["--rlock.script-turn", "100"]));
     if unsafe_mode {
         args.extend(strings(&["--maxmemory-policy", "volatile-ttl"]));
     }
