@@ -160,3 +160,27 @@ fn without_a_script_client_waiting_the_lock_goes_to_the_next_native_waiter() {
     assert!(granted(&n2, Duration::from_secs(10)).is_some(), "hung: n2");
     assert_eq!(script_turns(&mut con), 0);
 }
+
+#[test]
+fn under_spublish_the_script_clients_are_those_of_the_shard_channel() {
+    let server = Server::start_with(&["--rlock.script-turn", "100", "--rlock.publish", "spublish"]);
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", KEY, "a"]);
+    let n1 = native_waiter(&server, "n1");
+    queued(&mut con, 1);
+    let n2 = native_waiter(&server, "n2");
+    queued(&mut con, 2);
+    let ch = channel(DEFAULT_PREFIX, KEY.as_bytes());
+    let mut shard = Subscriber::shard(&server, &ch);
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", KEY, "a"]), 0);
+    assert!(granted(&n1, Duration::from_secs(10)).is_some(), "hung: n1");
+    assert_eq!(int(&mut con, &["LOCK.RELEASE", KEY, "n1"]), 0);
+    assert_eq!(
+        shard.next().kind,
+        "smessage",
+        "the release is published to the shard"
+    );
+    assert_eq!(int(&mut con, &["EXISTS", KEY]), 0, "the lock is free");
+    assert_eq!(script_turns(&mut con), 1);
+    assert!(granted(&n2, Duration::from_secs(10)).is_some(), "hung: n2");
+}

@@ -614,6 +614,13 @@ impl Subscriber {
         sub
     }
 
+    /// Subscribes to `channel` with `SSUBSCRIBE` only.
+    pub fn shard(server: &Server, channel: &[u8]) -> Subscriber {
+        let mut sub = Subscriber { con: server.conn() };
+        sub.subscribe("SSUBSCRIBE", channel);
+        sub
+    }
+
     fn subscribe(&mut self, verb: &str, channel: &[u8]) {
         let packed = command(&[verb.as_bytes(), channel]).get_packed_command();
         self.con
