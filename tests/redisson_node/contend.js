@@ -14,8 +14,9 @@
 //
 // Usage: node contend.js URL [--keys K] [--workers W] [--redisson-workers N]
 //          [--native-workers N] [--wait-ms MS] [--lease-ms MS] [--hold-ms MS] [--secs S]
-//          [--key-prefix P] [--as-shipped]
-// URL (or $RLOCK_URL): redis://host:port[/db]. --workers sets both sides' counts.
+//          [--key-prefix P] [--as-shipped] [--summary FILE]
+// URL (or $RLOCK_URL): redis://host:port[/db]. --workers sets both sides' counts. --summary
+// also writes the figures a test checks to FILE, one tab-separated line each (`summaryLines`).
 //
 // node-redisson 1.0.4 differs from Redisson in two ways that cut a wait short whatever the
 // server does, and by default this script corrects both (--as-shipped keeps the library as
@@ -44,6 +45,7 @@ function parseArgs(argv) {
     secs: 20,
     keyPrefix: 'contend',
     asShipped: false,
+    summary: null,
   };
   const numbers = {
     '--keys': 'keys',
@@ -58,6 +60,8 @@ function parseArgs(argv) {
     const arg = argv[i];
     if (arg === '--as-shipped') {
       opts.asShipped = true;
+    } else if (arg === '--summary') {
+      opts.summary = argv[++i];
     } else if (arg === '--key-prefix') {
       opts.keyPrefix = argv[++i];
     } else if (arg === '--workers') {
@@ -307,6 +311,21 @@ function report(opts, shared, redisson, native, elapsed) {
   };
 }
 
+// `overlaps N`, `errors N`, `wait_limit_ms N`, then per worker
+// `worker SIDE INDEX ACQUISITIONS TIMEOUTS MAX_WAIT_MS` (`-` when it acquired nothing).
+function summaryLines(r) {
+  const lines = [
+    ['overlaps', r.overlaps],
+    ['errors', r.errors],
+    ['wait_limit_ms', r.config.wait_ms],
+  ];
+  for (const w of r.workers) {
+    const max = w.wait_ms.max === null ? '-' : w.wait_ms.max;
+    lines.push(['worker', w.side, w.worker, w.acquisitions, w.timeouts, max]);
+  }
+  return lines.map((fields) => `${fields.join('\t')}\n`).join('');
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const shared = new Shared(opts);
@@ -326,7 +345,9 @@ async function main() {
   shared.end = start + opts.secs * 1000;
   await Promise.all(workers.map((w) => w.run()));
   const elapsed = nowMs() - start;
-  const text = JSON.stringify(report(opts, shared, redisson, native, elapsed), null, 2);
+  const figures = report(opts, shared, redisson, native, elapsed);
+  if (opts.summary) require('fs').writeFileSync(opts.summary, summaryLines(figures));
+  const text = JSON.stringify(figures, null, 2);
   closing = true;
   await Promise.allSettled(workers.map((w) => w.close()));
   // Timers node-redisson left armed would keep the process alive for up to `waitMs`.
