@@ -1,6 +1,6 @@
 //! Redisson clients and native waiters on the same locks each get their share.
 //!
-//! `tests/redisson_node/contend.js` (with `report.js`) runs node-redisson (a Node.js port of Redisson's `RLock`:
+//! `tests/redisson_node/contend.js` runs node-redisson (a Node.js port of Redisson's `RLock`:
 //! its Lua scripts, and a wait on `redisson_lock__channel:{key}`) and native
 //! `LOCK.ACQUIRE ... WAIT` clients, 4 of each, on 2 keys for 20 s, against a server with the
 //! module. Its packages (`tests/redisson_node/package.json`, exact versions) are installed
@@ -177,7 +177,7 @@ fn installed() -> PathBuf {
     if current.as_deref() != Some(&wanted[..]) || !complete {
         install(&source, &target, &dir);
     }
-    for script in ["contend.js", "report.js"] {
+    for script in ["contend.js", "options.js", "report.js"] {
         fs::copy(source.join(script), dir.join(script)).expect("copy the scripts");
     }
     dir

@@ -3,8 +3,9 @@
 //! WAIT 3000`); [`REDISSON`] threads wait as Redisson's `tryLock(3 s)` does (the script, then
 //! a sleep on the process's semaphore, which the process's one pub/sub connection releases
 //! once per unlock message, then the script again). Each holds the lock for [`HOLD`], then
-//! releases it, in a loop. The table gives each side's acquisitions per contender, the ratio
-//! of the two, each side's waits and the waits that ran out.
+//! releases it, in a loop; an attempt that ends after the run is not counted. The table
+//! gives each side's acquisitions per contender, the ratio of the two, each side's waits and
+//! the waits that ran out.
 
 use std::fmt::Write;
 use std::sync::Arc;
@@ -89,9 +90,9 @@ pub fn run(port: u16, duration: Duration) -> Mixed {
     let native: Vec<_> = (0..NATIVE).map(|id| spawn(Kind::Native, id)).collect();
     let others: Vec<_> = (0..REDISSON).map(|id| spawn(Kind::Redisson, id)).collect();
     sleep_until(end);
-    let native: Vec<Contender> = native.into_iter().map(join).collect();
-    // Every native wait has ended; a Redisson-style sleep still running ends here.
+    // A Redisson-style sleep still running ends here; a native wait within its `WAIT`.
     latch.close();
+    let native = native.into_iter().map(join).collect();
     let redisson = others.into_iter().map(join).collect();
     let _ = listener.join();
     Mixed { native, redisson }
@@ -134,16 +135,21 @@ fn contender(
             },
             Kind::Redisson => redisson::try_lock(&mut con, &acquire, latch, WAIT),
         };
-        match got {
-            None => break,
-            Some(false) => me.timeouts += 1,
-            Some(true) => {
+        let Some(got) = got else { break };
+        // An attempt that ends after the run is not counted: the other side may have
+        // stopped by then.
+        if now_ns() < end {
+            if got {
                 me.waits_ms.push(asked.elapsed().as_secs_f64() * 1e3);
                 me.acquisitions += 1;
-                thread::sleep(HOLD);
-                let reply = con.req_packed_command(&release).expect("release");
-                assert!(side.released(&reply), "release replied {reply:?}");
+            } else {
+                me.timeouts += 1;
             }
+        }
+        if got {
+            thread::sleep(HOLD);
+            let reply = con.req_packed_command(&release).expect("release");
+            assert!(side.released(&reply), "release replied {reply:?}");
         }
     }
     me
@@ -200,20 +206,26 @@ pub fn table(out: &mut String, m: &Mixed) {
     for (metric, a, b, c) in lines {
         let _ = writeln!(out, "| {metric} | {a} | {b} | {c} |");
     }
-    for (metric, a, b) in [
-        (
-            "wait p50 (ms)",
-            percentile(&n.waits, 50.0),
-            percentile(&r.waits, 50.0),
-        ),
-        (
-            "wait p99 (ms)",
-            percentile(&n.waits, 99.0),
-            percentile(&r.waits, 99.0),
-        ),
-        ("longest wait (ms)", n.longest(), r.longest()),
+    let ms = |f: &SideFigures, p: f64| {
+        let v = if p > 100.0 {
+            f.longest()
+        } else {
+            percentile(&f.waits, p)
+        };
+        (!f.waits.is_empty()).then_some(v)
+    };
+    for (metric, p) in [
+        ("wait p50 (ms)", 50.0),
+        ("wait p99 (ms)", 99.0),
+        ("longest wait (ms)", 101.0),
     ] {
-        let _ = writeln!(out, "| {metric} | {a:.2} | {b:.2} | {} |", ratio(a, b));
+        let (a, b) = (ms(&n, p), ms(&r, p));
+        let show = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.2}"));
+        let c = match (a, b) {
+            (Some(a), Some(b)) => ratio(a, b),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "| {metric} | {} | {} | {c} |", show(a), show(b));
     }
     let _ = writeln!(
         out,

@@ -7,7 +7,8 @@
 // the module's commands, each on an ioredis connection of its own:
 // `LOCK.ACQUIRE key owner LEASE leaseMs WAIT waitMs`, hold, `LOCK.RELEASE key owner`. Worker
 // i of each side works on key i % K. After SECS seconds no worker starts a new attempt; the
-// script prints one JSON report on stdout once every worker has finished.
+// script prints one JSON report on stdout once every worker has finished. An attempt that
+// ends after SECS is not counted (the worker's `late`).
 //
 // Overlaps are counted in this process: per key a count of current holders, raised when an
 // acquisition returns and lowered just before the release is sent; above 1 is an overlap.
@@ -32,71 +33,8 @@
 
 const { Redisson } = require('node-redisson');
 const Redis = require('ioredis');
+const { parseArgs, redisOptions } = require('./options');
 const { report, summaryLines, round, waitFigures } = require('./report');
-
-function parseArgs(argv) {
-  const opts = {
-    url: process.env.RLOCK_URL || '',
-    keys: 2,
-    redissonWorkers: 4,
-    nativeWorkers: 4,
-    waitMs: 3000,
-    leaseMs: 10000,
-    holdMs: 2,
-    secs: 20,
-    keyPrefix: 'contend',
-    asShipped: false,
-    summary: null,
-  };
-  const numbers = {
-    '--keys': 'keys',
-    '--redisson-workers': 'redissonWorkers',
-    '--native-workers': 'nativeWorkers',
-    '--wait-ms': 'waitMs',
-    '--lease-ms': 'leaseMs',
-    '--hold-ms': 'holdMs',
-    '--secs': 'secs',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--as-shipped') {
-      opts.asShipped = true;
-    } else if (arg === '--summary') {
-      opts.summary = argv[++i];
-    } else if (arg === '--key-prefix') {
-      opts.keyPrefix = argv[++i];
-    } else if (arg === '--workers') {
-      const n = Number(argv[++i]);
-      opts.redissonWorkers = n;
-      opts.nativeWorkers = n;
-    } else if (numbers[arg]) {
-      opts[numbers[arg]] = Number(argv[++i]);
-    } else if (!arg.startsWith('--') && !opts.urlGiven) {
-      opts.url = arg;
-      opts.urlGiven = true;
-    } else {
-      throw new Error(`unknown argument ${JSON.stringify(arg)}`);
-    }
-  }
-  delete opts.urlGiven;
-  if (!opts.url) throw new Error('no server URL: give redis://host:port or set RLOCK_URL');
-  for (const name of Object.values(numbers)) {
-    if (!Number.isFinite(opts[name]) || opts[name] < 0) throw new Error(`bad --${name}`);
-  }
-  if (opts.keys < 1) throw new Error('--keys must be at least 1');
-  return opts;
-}
-
-// ioredis options for one server, from redis://[user:password@]host:port[/db].
-function redisOptions(url) {
-  const u = new URL(url);
-  const options = { host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) };
-  if (u.password) options.password = decodeURIComponent(u.password);
-  if (u.username) options.username = decodeURIComponent(u.username);
-  const db = u.pathname.replace('/', '');
-  if (db) options.db = Number(db);
-  return options;
-}
 
 // The wait node-redisson 1.0.4 ships, with its timer cleared when a message comes first.
 function fixStaleTimer(executor) {
@@ -157,10 +95,15 @@ class Worker {
     this.index = index;
     this.key = `${keyPrefix}:${index % keys}`;
     this.shared = shared;
-    this.acquisitions = 0;
-    this.timeouts = 0;
     this.waits = [];
     this.timeoutWaits = [];
+    this.late = 0;
+  }
+  get acquisitions() {
+    return this.waits.length;
+  }
+  get timeouts() {
+    return this.timeoutWaits.length;
   }
   async run() {
     const { holdMs } = this.shared.opts;
@@ -175,14 +118,13 @@ class Worker {
         continue;
       }
       const waited = nowMs() - start;
-      if (!got) {
-        this.timeouts += 1;
-        this.timeoutWaits.push(waited);
-        continue;
-      }
+      // An attempt that ends after the run is not counted: once one side has stopped, the
+      // other has the keys to itself.
+      const late = start + waited >= this.shared.end;
+      if (late) this.late += 1;
+      else (got ? this.waits : this.timeoutWaits).push(waited);
+      if (!got) continue;
       this.shared.acquired(this.key);
-      this.acquisitions += 1;
-      this.waits.push(waited);
       if (holdMs > 0) await sleep(holdMs);
       this.shared.releasing(this.key);
       try {
@@ -200,6 +142,7 @@ class Worker {
       key: this.key,
       acquisitions: this.acquisitions,
       timeouts: this.timeouts,
+      late: this.late,
       wait_ms: waitFigures(sorted),
       timeout_waits_ms: {
         min: this.timeoutWaits.length ? round(Math.min(...this.timeoutWaits)) : null,
