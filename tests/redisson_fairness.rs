@@ -3,9 +3,9 @@
 //! `tests/redisson_node/contend.js` runs node-redisson (a Node.js port of Redisson's `RLock`:
 //! its Lua scripts, and a wait on `redisson_lock__channel:{key}`) and native
 //! `LOCK.ACQUIRE ... WAIT` clients, 4 of each, on 2 keys for 20 s, against a server with the
-//! module. Its packages (`tests/redisson_node/package.json`, exact versions) are installed
-//! with npm under cargo's target dir, once. Without `node` or `npm` on PATH the test says it
-//! is skipped and passes.
+//! module and `rlock.script-turn 100`. Its packages (`tests/redisson_node/package.json`,
+//! exact versions) are installed with npm under cargo's target dir, once. Without `node` or
+//! `npm` on PATH the test says it is skipped and passes.
 
 mod support;
 
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{temp_dir, Server};
+use support::{error_text, raw, temp_dir, Server};
 
 /// How long the clients contend, in seconds.
 const SECS: u64 = 20;
@@ -22,6 +22,9 @@ const SECS: u64 = 20;
 const INSTALL_LIMIT: Duration = Duration::from_secs(300);
 /// How long the run may take past `SECS` before it counts as hung.
 const RUN_MARGIN: Duration = Duration::from_secs(60);
+/// `rlock.script-turn` for the run: how long a lock with queued waiters is left free for
+/// script clients when their turn comes (the value the configuration page suggests).
+const SCRIPT_TURN_MS: &str = "100";
 /// How far a Redisson worker's acquisitions may be from the mean native worker's: a factor.
 const SHARE_FACTOR: f64 = 2.0;
 
@@ -34,6 +37,13 @@ fn redisson_and_native_waiters_each_get_their_share() {
     }
     let dir = installed();
     let server = Server::start();
+    let set = raw(
+        &mut server.conn(),
+        &["CONFIG", "SET", "rlock.script-turn", SCRIPT_TURN_MS],
+    );
+    if let Some(e) = error_text(&set) {
+        println!("rlock.script-turn not set ({e}): the module's defaults apply");
+    }
     let run = temp_dir();
     let summary = run.join("summary.tsv");
     let report = run.join("report.json");
