@@ -27,6 +27,8 @@ pub const REDISSON: usize = 4;
 pub const WAIT: Duration = Duration::from_secs(3);
 /// How long each holding lasts.
 pub const HOLD: Duration = Duration::from_millis(1);
+/// `rlock.script-turn` during the run (ms), where the module has it; restored after.
+pub const SCRIPT_TURN: &str = "100";
 
 /// One contender's acquisitions, waits that ran out, and waits (ms) of its acquisitions.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +43,8 @@ pub struct Contender {
 pub struct Mixed {
     pub native: Vec<Contender>,
     pub redisson: Vec<Contender>,
+    /// Whether `rlock.script-turn` was set to [`SCRIPT_TURN`] (the module has it).
+    pub script_turn: bool,
 }
 
 /// One side's figures for the table.
@@ -77,6 +81,29 @@ enum Kind {
 
 /// Runs both sides together on one key for `duration`.
 pub fn run(port: u16, duration: Duration) -> Mixed {
+    let mut con = connect(port).expect("connect");
+    let before: Option<(String, String)> = redis::cmd("CONFIG")
+        .arg(&["GET", "rlock.script-turn"][..])
+        .query(&mut con)
+        .ok();
+    let set = |value: &str| {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg(&["SET", "rlock.script-turn", value][..]);
+        cmd.query::<()>(&mut connect(port).expect("connect"))
+            .is_ok()
+    };
+    let script_turn = before.is_some() && set(SCRIPT_TURN);
+    let mixed = contend(port, duration);
+    if let Some((_, value)) = before {
+        set(&value);
+    }
+    Mixed {
+        script_turn,
+        ..mixed
+    }
+}
+
+fn contend(port: u16, duration: Duration) -> Mixed {
     let key = format!("m10:{}", std::process::id());
     let scripts = Scripts::load(&mut connect(port).expect("connect")).expect("SCRIPT LOAD");
     let latch = Arc::new(Latch::default());
@@ -95,7 +122,11 @@ pub fn run(port: u16, duration: Duration) -> Mixed {
     let native = native.into_iter().map(join).collect();
     let redisson = others.into_iter().map(join).collect();
     let _ = listener.join();
-    Mixed { native, redisson }
+    Mixed {
+        native,
+        redisson,
+        script_turn: false,
+    }
 }
 
 fn join(handle: thread::JoinHandle<Contender>) -> Contender {
@@ -173,10 +204,15 @@ pub fn table(out: &mut String, m: &Mixed) {
         out,
         "\nScenario 10: one key, {NATIVE} native waiters (`LOCK.ACQUIRE ... WAIT {}`) and \
          {REDISSON} Redisson-style waiters (script, pub/sub, one semaphore per process, \
-         `tryLock` {} s) in one process, each holding {} ms:\n",
+         `tryLock` {} s) in one process, each holding {} ms; {}:\n",
         WAIT.as_millis(),
         WAIT.as_secs(),
-        HOLD.as_millis()
+        HOLD.as_millis(),
+        if m.script_turn {
+            format!("`rlock.script-turn {SCRIPT_TURN}`")
+        } else {
+            "the module has no `rlock.script-turn`".to_owned()
+        }
     );
     let (n, r) = (SideFigures::of(&m.native), SideFigures::of(&m.redisson));
     let _ = writeln!(
