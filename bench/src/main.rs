@@ -12,7 +12,8 @@
 //! three servers against its one-server lock); `fenced.rs` scenario 8 (a fenced write against
 //! a plain one); `waiting.rs` scenario 9 (waiting at scale: `waits.rs` many waits held by
 //! one client process, `handoffs.rs` contended handoffs, `resp3.rs` the tickets' raw RESP3
-//! connection); `server.rs` the server and its statistics;
+//! connection); `mixed.rs` scenario 10 (native and Redisson-style waiters on one key);
+//! `server.rs` the server and its statistics;
 //! `report.rs` the table.
 
 mod client_waits;
@@ -21,6 +22,7 @@ mod contended;
 mod crash;
 mod fenced;
 mod handoffs;
+mod mixed;
 mod redisson;
 mod redlock;
 mod report;
@@ -46,7 +48,8 @@ const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
        rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)
        rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)
-       rlock-bench handoffs PORT tickets|block SECONDS       (scenario 9's contended handoffs, against a running server)";
+       rlock-bench handoffs PORT tickets|block SECONDS       (scenario 9's contended handoffs, against a running server)
+       rlock-bench mixed SECONDS                             (scenario 10 alone, on a server started here)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Some("waiting") => waiting_alone(&args[1..]),
         Some("waits") => waits::process_main(&args[1..]),
         Some("handoffs") => handoffs_alone(&args[1..]),
+        Some("mixed") => mixed_alone(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -146,6 +150,20 @@ fn fenced_alone(args: &[String]) -> Result<(), String> {
     let runs = fenced::run(server.port(), Duration::from_secs_f64(seconds));
     let mut table = String::new();
     fenced::table(&mut table, &runs);
+    println!("{table}");
+    Ok(())
+}
+
+/// `mixed SECONDS`: scenario 10 alone, on a server started here.
+fn mixed_alone(args: &[String]) -> Result<(), String> {
+    let [seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let server = server::BenchServer::start(&module()?)?;
+    let run = mixed::run(server.port(), Duration::from_secs_f64(seconds));
+    let mut table = String::new();
+    mixed::table(&mut table, &run);
     println!("{table}");
     Ok(())
 }

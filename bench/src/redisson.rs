@@ -107,6 +107,31 @@ pub fn lock(con: &mut redis::Connection, try_lock: &[u8], latch: &Latch) -> bool
     }
 }
 
+/// Redisson's `tryLock(waitTime)`: as [`lock`], but each sleep is cut at the time left of
+/// `wait`. `Some(true)` when the lock is held, `Some(false)` when `wait` ran out, `None`
+/// when `latch` was closed.
+pub fn try_lock(
+    con: &mut redis::Connection,
+    try_lock: &[u8],
+    latch: &Latch,
+    wait: Duration,
+) -> Option<bool> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let Some(ttl) = attempt(con, try_lock) else {
+            return Some(true);
+        };
+        if latch.is_closed() {
+            return None;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Some(false);
+        }
+        latch.try_acquire(left.min(Duration::from_millis(ttl)));
+    }
+}
+
 /// One `tryLockInner`: `None` when acquired, else the lock's remaining TTL in ms.
 fn attempt(con: &mut redis::Connection, try_lock: &[u8]) -> Option<u64> {
     use redis::ConnectionLike;

@@ -41,6 +41,7 @@ pub fn render(r: &Results) -> String {
     crate::fenced::table(&mut out, &r.fenced);
     let others = crate::suite::others(&r.uncontended[0].1[1], &r.contended[0]);
     crate::waiting_table::table(&mut out, &r.waiting, &others);
+    crate::mixed::table(&mut out, &r.mixed);
     out
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::contended;
 use crate::crash;
 use crate::fenced;
+use crate::mixed::{self, Mixed};
 use crate::redlock;
 use crate::server::{info, BenchServer};
 use crate::side::{Scripts, Side};
@@ -71,6 +72,8 @@ pub struct Results {
     pub fenced: [fenced::Run; 2],
     /// Scenario 9: waiting at scale (or why it could not run).
     pub waiting: Result<Waiting, String>,
+    /// Scenario 10: native and Redisson-style waiters on one key.
+    pub mixed: Mixed,
 }
 
 const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
@@ -130,6 +133,8 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let fenced = fenced::run(port, plan.duration);
     eprintln!("scenario 9: waiting at scale");
     let waiting = waiting::run(port, plan.waits, plan.duration / 3);
+    eprintln!("scenario 10: native and Redisson-style waiters on one key");
+    let mixed = mixed::run(port, plan.duration);
     Results {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         redis_version: info(&mut con, &["server"])
@@ -146,6 +151,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         redlock,
         fenced,
         waiting,
+        mixed,
     }
 }
 
