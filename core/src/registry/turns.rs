@@ -8,7 +8,9 @@
 //! The share: with `natives` queued and `scripts` waiting script clients, a turn is due once
 //! `grants × scripts ≥ natives`, so that each script client gets about as many turns as each
 //! native waiter. A turn ends when a script client holds the lock, or when its time is up;
-//! either way the native waiters come next.
+//! either way the native waiters come next. Each turn in a row that nobody took doubles the
+//! natives' share before the next one (up to 64 times): a subscriber that never takes the
+//! lock costs the queue less and less; a script client that takes one starts it over.
 
 use std::hash::Hash;
 
@@ -19,9 +21,14 @@ use super::{Db, Registry};
 pub struct Turns {
     /// Grants to native waiters since the scripts' last turn.
     grants: u64,
-    /// When the scripts' running turn ends (Unix ms); 0: none.
+    /// When the scripts' running turn ends (Unix ms); 0: none, or it was taken.
     reserved_until: i64,
+    /// Turns in a row that no script client took.
+    unused: u32,
 }
+
+/// The most times the natives' share is doubled after turns nobody took.
+const MOST_DOUBLINGS: u32 = 6;
 
 /// Most locks whose turns are kept: past it they are all forgotten at once (a lock then
 /// starts counting its natives' share again), so that locks handed on and then left to
@@ -29,10 +36,12 @@ pub struct Turns {
 pub const MOST_TURNS: usize = 65_536;
 
 /// Whether the scripts' turn is due after `grants` native grants, with `natives` queued
-/// waiters and `scripts` waiting script clients.
-pub fn scripts_due(grants: u64, natives: usize, scripts: usize) -> bool {
+/// waiters and `scripts` waiting script clients, after `unused` turns in a row that nobody
+/// took.
+pub fn scripts_due(grants: u64, natives: usize, scripts: usize, unused: u32) -> bool {
     let (natives, scripts) = (natives as u64, scripts as u64);
-    scripts > 0 && natives > 0 && grants.saturating_mul(scripts) >= natives
+    let share = natives.saturating_mul(1 << unused.min(MOST_DOUBLINGS));
+    scripts > 0 && natives > 0 && grants.saturating_mul(scripts) >= share
 }
 
 impl<C: Copy + Eq + Hash> Registry<C> {
@@ -54,13 +63,15 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         hold_ms: i64,
     ) -> Option<i64> {
         let natives = self.queue_len(db, key);
-        if hold_ms <= 0 || !scripts_due(self.turns_of(db, key).grants, natives, scripts) {
+        let t = self.turns_of(db, key);
+        if hold_ms <= 0 || !scripts_due(t.grants, natives, scripts, t.unused) {
             return None;
         }
         let until = now.saturating_add(hold_ms);
         *self.turns_mut(db, key) = Turns {
             grants: 0,
             reserved_until: until,
+            unused: t.unused,
         };
         Some(until)
     }
@@ -71,16 +82,26 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         (until > now).then_some(until)
     }
 
-    /// Someone holds `key`: the scripts' running turn, if any, is over.
+    /// Someone holds `key`: the scripts' running turn, if any, was taken.
     pub fn end_scripts_turn(&mut self, db: Db, key: &[u8]) {
         if let Some(t) = self.turns.get_mut(&(db, key.to_vec())) {
-            t.reserved_until = 0;
+            if t.reserved_until != 0 {
+                *t = Turns {
+                    reserved_until: 0,
+                    unused: 0,
+                    ..*t
+                };
+            }
         }
     }
 
-    /// A native waiter of `key` was granted it.
+    /// A native waiter of `key` was granted it: a turn still running was not taken.
     pub fn native_granted(&mut self, db: Db, key: &[u8]) {
         let t = self.turns_mut(db, key);
+        if t.reserved_until != 0 {
+            t.reserved_until = 0;
+            t.unused = t.unused.saturating_add(1);
+        }
         t.grants = t.grants.saturating_add(1);
     }
 
@@ -129,20 +150,33 @@ mod tests {
 
     #[test]
     fn a_turn_is_due_once_the_natives_had_their_share() {
-        assert!(!scripts_due(0, 4, 4), "right after a turn");
-        assert!(scripts_due(1, 4, 4), "one native grant per script client");
+        assert!(!scripts_due(0, 4, 4, 0), "right after a turn");
         assert!(
-            !scripts_due(3, 8, 2),
+            scripts_due(1, 4, 4, 0),
+            "one native grant per script client"
+        );
+        assert!(
+            !scripts_due(3, 8, 2, 0),
             "8 natives, 2 scripts: 4 grants first"
         );
-        assert!(scripts_due(4, 8, 2));
+        assert!(scripts_due(4, 8, 2, 0));
         assert!(
-            scripts_due(1, 1, 3),
+            scripts_due(1, 1, 3, 0),
             "more scripts than natives: every other release"
         );
-        assert!(!scripts_due(9, 4, 0), "no script client waits");
-        assert!(!scripts_due(9, 0, 4), "no native waits");
-        assert!(scripts_due(u64::MAX, usize::MAX, usize::MAX), "no overflow");
+        assert!(!scripts_due(9, 4, 0, 0), "no script client waits");
+        assert!(!scripts_due(9, 0, 4, 0), "no native waits");
+        assert!(
+            scripts_due(u64::MAX, usize::MAX, usize::MAX, 99),
+            "no overflow"
+        );
+        assert!(
+            !scripts_due(1, 1, 1, 1),
+            "one unused turn: twice the natives' share"
+        );
+        assert!(scripts_due(2, 1, 1, 1));
+        assert!(!scripts_due(63, 1, 1, 40), "at most 64 times");
+        assert!(scripts_due(64, 1, 1, 40));
     }
 
     #[test]
@@ -194,6 +228,35 @@ mod tests {
         r.forget_turns(0, b"k");
         assert_eq!(r.reserved_until(0, b"k", 120), None);
         assert_eq!(r.turns_kept(), 0);
+    }
+
+    #[test]
+    fn turns_nobody_takes_come_more_and_more_rarely_until_one_is_taken() {
+        let mut r: Registry<u64> = Registry::default();
+        r.enqueue(0, b"k", waiter(1));
+        let mut releases_per_turn = Vec::new();
+        for _ in 0..3 {
+            let mut grants = 0;
+            loop {
+                r.native_granted(0, b"k");
+                grants += 1;
+                if r.start_scripts_turn(0, b"k", 1, 100, 50).is_some() {
+                    break;
+                }
+            }
+            releases_per_turn.push(grants);
+        }
+        assert_eq!(
+            releases_per_turn,
+            [1, 2, 4],
+            "each unused turn doubles the share"
+        );
+        r.end_scripts_turn(0, b"k");
+        r.native_granted(0, b"k");
+        assert!(
+            r.start_scripts_turn(0, b"k", 1, 100, 50).is_some(),
+            "taken: over"
+        );
     }
 
     #[test]
