@@ -1,6 +1,6 @@
-//! The layering check shared by the module's and the client's `layering.rs` tests: each
-//! file of a crate's `src/` may name, in a `crate::<module>` path, only modules of lower
-//! layers. No server needed: this reads the sources.
+//! The layering check of the module's `layering.rs` (its lexing, `strip`, is the client's
+//! too): each file of a crate's `src/` may name, in a `crate::<module>` path, only modules
+//! of lower layers. No server needed: this reads the sources.
 //!
 //! The check is textual: comments and literals are left out, then every `crate::<name>`
 //! (in `use` lines and inline paths, `crate::{a, b}` groups included) counts as a use of

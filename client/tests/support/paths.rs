@@ -1,5 +1,13 @@
 //! The paths a Rust source names after `crate::` and `super::`, read as text: comments and
-//! literals are left out first. For the client's layering check (`layering.rs`).
+//! literals are left out first (with the module's checker's lexing,
+//! `tests/support/layering.rs` at the workspace root). For the client's layering check
+//! (`layering.rs`).
+
+#[path = "../../../tests/support/layering.rs"]
+mod lexing;
+
+pub use lexing::strip;
+use lexing::{is_ident, skip_space};
 
 /// Every path `text` names after `crate::` or `super::`, cut at two names, with the word
 /// before it: `("crate", "net::router")` for `crate::net::router::Router`, one per item of
@@ -88,82 +96,4 @@ fn ident(code: &[char], at: usize) -> Option<String> {
         .collect();
     let keyword = ["self", "super", "crate"].contains(&name.as_str());
     (!name.is_empty() && !keyword).then_some(name)
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-fn skip_space(code: &[char], mut i: usize) -> usize {
-    while code.get(i).is_some_and(|c| c.is_whitespace()) {
-        i += 1;
-    }
-    i
-}
-
-/// `text` with comments, string literals and char literals blanked out.
-pub fn strip(text: &str) -> String {
-    let s: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < s.len() {
-        let next = s.get(i + 1).copied();
-        let end = match (s[i], next) {
-            ('/', Some('/')) => (i..s.len()).find(|&k| s[k] == '\n').unwrap_or(s.len()),
-            ('/', Some('*')) => block_comment_end(&s, i),
-            ('"', _) => string_end(&s, i + 1),
-            ('r', Some('"' | '#')) if i == 0 || !is_ident(s[i - 1]) => raw_string_end(&s, i),
-            ('\'', Some('\\')) => (i + 2..s.len())
-                .find(|&k| s[k] == '\'')
-                .map_or(s.len(), |k| k + 1),
-            ('\'', Some(_)) if s.get(i + 2) == Some(&'\'') => i + 3,
-            (c, _) => {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-        };
-        out.push(' ');
-        i = end.max(i + 1);
-    }
-    out
-}
-
-fn block_comment_end(s: &[char], start: usize) -> usize {
-    let (mut depth, mut k) = (0, start);
-    while k + 1 < s.len() {
-        match (s[k], s[k + 1]) {
-            ('/', '*') => (depth, k) = (depth + 1, k + 2),
-            ('*', '/') if depth == 1 => return k + 2,
-            ('*', '/') => (depth, k) = (depth - 1, k + 2),
-            _ => k += 1,
-        }
-    }
-    s.len()
-}
-
-fn string_end(s: &[char], mut k: usize) -> usize {
-    while k < s.len() {
-        match s[k] {
-            '\\' => k += 2,
-            '"' => return k + 1,
-            _ => k += 1,
-        }
-    }
-    s.len()
-}
-
-/// The end of `r"..."` or `r#"..."#` at `start`; just past the `r` if it is none.
-fn raw_string_end(s: &[char], start: usize) -> usize {
-    let hashes = s[start + 1..].iter().take_while(|&&c| c == '#').count();
-    let open = start + 1 + hashes;
-    if s.get(open) != Some(&'"') {
-        return start + 1;
-    }
-    let close: Vec<char> = std::iter::once('"')
-        .chain(std::iter::repeat_n('#', hashes))
-        .collect();
-    (open + 1..s.len())
-        .find(|&k| s[k..].starts_with(&close))
-        .map_or(s.len(), |k| k + close.len())
 }
