@@ -72,17 +72,25 @@ fn granted(rx: &mpsc::Receiver<i64>, within: Duration) -> Option<i64> {
     rx.recv_timeout(within).ok()
 }
 
-/// `a` holds KEY; n1 and n2 queue behind it; a script client is subscribed to the channel.
-/// `a` releases: the first native grant goes to n1 (the natives' share comes first).
-fn natives_and_a_script_client(
+/// `a` holds KEY, and n1 then n2 queue behind it.
+fn held_with_two_waiters(
     server: &Server,
-) -> (redis::Connection, mpsc::Receiver<i64>, Subscriber) {
+) -> (redis::Connection, mpsc::Receiver<i64>, mpsc::Receiver<i64>) {
     let mut con = server.conn();
     int(&mut con, &["LOCK.ACQUIRE", KEY, "a"]);
     let n1 = native_waiter(server, "n1");
     queued(&mut con, 1);
     let n2 = native_waiter(server, "n2");
     queued(&mut con, 2);
+    (con, n1, n2)
+}
+
+/// `a` holds KEY; n1 and n2 queue behind it; a script client is subscribed to the channel.
+/// `a` releases: the first native grant goes to n1 (the natives' share comes first).
+fn natives_and_a_script_client(
+    server: &Server,
+) -> (redis::Connection, mpsc::Receiver<i64>, Subscriber) {
+    let (mut con, n1, n2) = held_with_two_waiters(server);
     let ch = channel(DEFAULT_PREFIX, KEY.as_bytes());
     let sub = Subscriber::plain(server, &ch);
     assert_eq!(int(&mut con, &["LOCK.RELEASE", KEY, "a"]), 0);
@@ -148,12 +156,7 @@ fn by_default_native_waiters_are_always_served_first() {
 #[test]
 fn without_a_script_client_waiting_the_lock_goes_to_the_next_native_waiter() {
     let server = Server::start_with(&["--rlock.script-turn", "100"]);
-    let mut con = server.conn();
-    int(&mut con, &["LOCK.ACQUIRE", KEY, "a"]);
-    let n1 = native_waiter(&server, "n1");
-    queued(&mut con, 1);
-    let n2 = native_waiter(&server, "n2");
-    queued(&mut con, 2);
+    let (mut con, n1, n2) = held_with_two_waiters(&server);
     assert_eq!(int(&mut con, &["LOCK.RELEASE", KEY, "a"]), 0);
     assert!(granted(&n1, Duration::from_secs(10)).is_some(), "hung: n1");
     assert_eq!(int(&mut con, &["LOCK.RELEASE", KEY, "n1"]), 0);
@@ -164,12 +167,7 @@ fn without_a_script_client_waiting_the_lock_goes_to_the_next_native_waiter() {
 #[test]
 fn under_spublish_the_script_clients_are_those_of_the_shard_channel() {
     let server = Server::start_with(&["--rlock.script-turn", "100", "--rlock.publish", "spublish"]);
-    let mut con = server.conn();
-    int(&mut con, &["LOCK.ACQUIRE", KEY, "a"]);
-    let n1 = native_waiter(&server, "n1");
-    queued(&mut con, 1);
-    let n2 = native_waiter(&server, "n2");
-    queued(&mut con, 2);
+    let (mut con, n1, n2) = held_with_two_waiters(&server);
     let ch = channel(DEFAULT_PREFIX, KEY.as_bytes());
     let mut shard = Subscriber::shard(&server, &ch);
     assert_eq!(int(&mut con, &["LOCK.RELEASE", KEY, "a"]), 0);
