@@ -133,8 +133,11 @@ fn closing_a_receiver_of_many_tickets_keeps_the_server_answering() {
     );
     let answered = start.elapsed();
     eprintln!("{TICKETS} tickets left in {answered:?}");
+    // Linear and small: about 0.1 s here, 20 s when each ticket was looked up in a scan of
+    // the queue. The bound is the module's own stall threshold, which a loaded machine does
+    // not reach; the time is printed above.
     assert!(
-        answered < Duration::from_millis(100),
+        answered < Duration::from_secs(1),
         "the server stood still for {answered:?} while the receiver's tickets left"
     );
     assert_eq!(stat(&mut con, "rlock_waiters"), 0);
