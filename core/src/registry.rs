@@ -84,7 +84,7 @@ pub struct Registry<C> {
     /// An estimate of the bytes the queued waiters take.
     bytes: usize,
     /// The script clients' turns of locks handed on (`registry/turns.rs`).
-    turns: HashMap<(Db, Vec<u8>), Turns>,
+    turns: HashMap<Db, HashMap<Vec<u8>, Turns>>,
 }
 
 impl<C> Default for Registry<C> {

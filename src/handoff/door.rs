@@ -53,13 +53,12 @@ pub fn fresh_holding(
     over: Over,
     claim: &Claim<'_>,
 ) -> Result<Door, LockError> {
-    let now = node::now_ms();
     let ask = Ask {
         key: key.name(),
         key_here: over == Over::Other,
         wait_until: claim.wait_until,
         in_command: claim.in_command,
-        scripts_until: scripts_until(ctx, key.name(), now),
+        scripts_until: scripts_until(ctx, key.name()),
     };
     match gate::ask(ctx, &ask) {
         Verdict::Go => {}
@@ -235,16 +234,16 @@ pub fn end_holding(
 }
 
 /// Whether script clients get turns (`rlock.script-turn` > 0).
-fn turns_on() -> bool {
+pub fn turns_on() -> bool {
     config::SCRIPT_TURN.load(Ordering::Relaxed) > 0
 }
 
 /// When the script clients' running turn on `key` ends, if turns are on and one runs.
-fn scripts_until(ctx: *mut raw::RedisModuleCtx, key: &[u8], now: i64) -> Option<i64> {
+fn scripts_until(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Option<i64> {
     if !turns_on() {
         return None;
     }
-    queues::scripts_until(node::selected_db(ctx), key, now)
+    queues::scripts_until(node::selected_db(ctx), key, node::now_ms())
 }
 
 /// Starts the script clients' turn on `key` if it is due (`registry/turns.rs`): native

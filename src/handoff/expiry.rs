@@ -223,7 +223,9 @@ fn serve_or_rearm(
         Ok(Some(_)) if lease_end && key.ttl_ms()? == 0 => Some(Over::Other),
         Ok(Some(_)) => {
             // Held again (a script client took its turn): the natives come next.
-            queues::end_scripts_turn(check.db, &check.key);
+            if door::turns_on() {
+                queues::end_scripts_turn(check.db, &check.key);
+            }
             None
         }
         // Not a lock any more: waiters keep waiting until it is one, or they time out.

@@ -12,6 +12,7 @@
 //! natives' share before the next one (up to 64 times): a subscriber that never takes the
 //! lock costs the queue less and less; a script client that takes one starts it over.
 
+use std::collections::HashMap;
 use std::hash::Hash;
 
 use super::{Db, Registry};
@@ -68,23 +69,24 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             return None;
         }
         let until = now.saturating_add(hold_ms);
-        *self.turns_mut(db, key) = Turns {
+        let turn = Turns {
             grants: 0,
             reserved_until: until,
             unused: t.unused,
         };
+        self.turns_mut(db, key).map(|t| *t = turn)?;
         Some(until)
     }
 
     /// When the scripts' running turn on `key` ends, if one is running at `now`.
     pub fn reserved_until(&self, db: Db, key: &[u8], now: i64) -> Option<i64> {
-        let until = self.turns.get(&(db, key.to_vec()))?.reserved_until;
+        let until = self.turns.get(&db)?.get(key)?.reserved_until;
         (until > now).then_some(until)
     }
 
     /// Someone holds `key`: the scripts' running turn, if any, was taken.
     pub fn end_scripts_turn(&mut self, db: Db, key: &[u8]) {
-        if let Some(t) = self.turns.get_mut(&(db, key.to_vec())) {
+        if let Some(t) = self.turns.get_mut(&db).and_then(|d| d.get_mut(key)) {
             if t.reserved_until != 0 {
                 *t = Turns {
                     reserved_until: 0,
@@ -97,7 +99,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
     /// A native waiter of `key` was granted it: a turn still running was not taken.
     pub fn native_granted(&mut self, db: Db, key: &[u8]) {
-        let t = self.turns_mut(db, key);
+        let Some(t) = self.turns_mut(db, key) else {
+            return;
+        };
         if t.reserved_until != 0 {
             t.reserved_until = 0;
             t.unused = t.unused.saturating_add(1);
@@ -107,28 +111,35 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
     /// `key` is free with nobody queued: its turns start again from nothing.
     pub fn forget_turns(&mut self, db: Db, key: &[u8]) {
-        if !self.turns.is_empty() {
-            self.turns.remove(&(db, key.to_vec()));
+        if let Some(d) = self.turns.get_mut(&db) {
+            d.remove(key);
+            if d.is_empty() {
+                self.turns.remove(&db);
+            }
         }
     }
 
     /// Locks whose turns are kept now.
     pub fn turns_kept(&self) -> usize {
-        self.turns.len()
+        self.turns.values().map(HashMap::len).sum()
     }
 
     fn turns_of(&self, db: Db, key: &[u8]) -> Turns {
-        self.turns
-            .get(&(db, key.to_vec()))
-            .copied()
-            .unwrap_or_default()
+        let turns = self.turns.get(&db).and_then(|d| d.get(key));
+        turns.copied().unwrap_or_default()
     }
 
-    fn turns_mut(&mut self, db: Db, key: &[u8]) -> &mut Turns {
-        if self.turns.len() >= MOST_TURNS && !self.turns.contains_key(&(db, key.to_vec())) {
+    /// The turns of `key`, made if none are kept (always `Some`).
+    fn turns_mut(&mut self, db: Db, key: &[u8]) -> Option<&mut Turns> {
+        let known = self.turns.get(&db).is_some_and(|d| d.contains_key(key));
+        if !known && self.turns_kept() >= MOST_TURNS {
             self.turns.clear();
         }
-        self.turns.entry((db, key.to_vec())).or_default()
+        let d = self.turns.entry(db).or_default();
+        if !known {
+            d.insert(key.to_vec(), Turns::default());
+        }
+        d.get_mut(key)
     }
 }
 
