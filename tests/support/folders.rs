@@ -11,6 +11,9 @@ use std::path::Path;
 
 use crate::checker::{ident, is_ident, place, skip_space, strip, Layers};
 
+#[path = "cycles.rs"]
+mod cycles;
+
 /// Each folder, with its files (`mod.rs` aside) in groups, bottom first: a file may use
 /// the files of the groups before its own. A folder not listed is not ordered inside.
 pub type Folders = &'static [(&'static str, &'static [&'static [&'static str]])];
@@ -223,38 +226,11 @@ pub fn folder_violations(layers: Layers, folders: Folders, sources: &[Source]) -
 
 /// Every import circle among the files of `sources`, each as `a → b → a`.
 pub fn circles(sources: &[Source]) -> Vec<String> {
-    let graph = uses(sources);
-    let mut found = BTreeSet::new();
-    for start in graph.keys() {
-        let mut path = vec![start.clone()];
-        walk(&graph, &mut path, &mut found);
-    }
-    found.into_iter().collect()
-}
-
-fn walk(
-    graph: &BTreeMap<(String, String), BTreeSet<(String, String)>>,
-    path: &mut Vec<(String, String)>,
-    found: &mut BTreeSet<String>,
-) {
-    let last = path.last().expect("a path starts with one file").clone();
-    for next in graph.get(&last).into_iter().flatten() {
-        if *next == path[0] {
-            // Each circle once: from its smallest file.
-            if path.iter().all(|p| *p >= path[0]) {
-                let names: Vec<String> = path
-                    .iter()
-                    .chain([next])
-                    .map(|(d, f)| format!("{d}/{f}"))
-                    .collect();
-                found.insert(names.join(" → "));
-            }
-        } else if !path.contains(next) && *next > path[0] {
-            path.push(next.clone());
-            walk(graph, path, found);
-            path.pop();
-        }
-    }
+    let named = cycles::find(&uses(sources)).into_iter().map(|circle| {
+        let names: Vec<String> = circle.iter().map(|(d, f)| format!("{d}/{f}")).collect();
+        names.join(" → ")
+    });
+    named.collect::<BTreeSet<String>>().into_iter().collect()
 }
 
 /// Each folder's files, `mod.rs` aside, as the sources have them.

@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
+#[path = "../../../tests/support/cycles.rs"]
+mod cycles;
 #[path = "paths.rs"]
 mod paths;
 
@@ -119,35 +121,11 @@ pub fn circles(layers: Layers, files: &[(File, String)]) -> Vec<String> {
             .filter(|t| t != file);
         graph.entry(file.clone()).or_default().extend(targets);
     }
-    let mut found = Vec::new();
-    let (mut done, mut path) = (BTreeSet::new(), Vec::new());
-    for start in graph.keys() {
-        walk(&graph, start, &mut path, &mut done, &mut found);
-    }
-    found
-}
-
-fn walk(
-    graph: &BTreeMap<File, BTreeSet<File>>,
-    at: &File,
-    path: &mut Vec<File>,
-    done: &mut BTreeSet<File>,
-    found: &mut Vec<String>,
-) {
-    if let Some(from) = path.iter().position(|f| f == at) {
-        let circle: Vec<String> = path[from..].iter().chain([at]).map(show).collect();
-        found.push(circle.join(" -> "));
-        return;
-    }
-    if done.contains(at) {
-        return;
-    }
-    path.push(at.clone());
-    for next in graph.get(at).into_iter().flatten() {
-        walk(graph, next, path, done, found);
-    }
-    path.pop();
-    done.insert(at.clone());
+    let named = cycles::find(&graph).into_iter().map(|circle| {
+        let names: Vec<String> = circle.iter().map(show).collect();
+        names.join(" -> ")
+    });
+    named.collect::<BTreeSet<String>>().into_iter().collect()
 }
 
 /// The paths `file` names in `text`, comments and literals left out, each cut to what
