@@ -3,54 +3,15 @@
 //! which a queued writer stops later readers and the readers at the head are granted
 //! together.
 
-#[path = "rwlock/info.rs"]
-mod info;
+#[path = "rwlock/client.rs"]
+mod client;
 mod support;
 
-use std::sync::mpsc;
-use std::thread;
-use std::time::Duration;
-
-use info::{holders, queue_modes, rw_info, waiters, Holder};
+use client::{
+    granted, holders, queue_modes, queued, rw_info, still_waiting, waiter, waiters, Holder, LIMIT,
+};
 use redis::Value;
 use support::{expect_error, expect_nil, hgetall, int, raw, wait_until, Server};
-
-const LIMIT: Duration = Duration::from_secs(10);
-
-/// A blocking `RWLOCK.ACQUIRE key owner mode WAIT 20000` on a connection of its own; its
-/// reply arrives on the returned channel.
-fn waiter(server: &Server, key: &str, owner: &str, mode: &str) -> mpsc::Receiver<Value> {
-    let mut con = server.conn();
-    let args: Vec<String> = ["RWLOCK.ACQUIRE", key, owner, mode, "WAIT", "20000"]
-        .map(str::to_owned)
-        .to_vec();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(raw(&mut con, &args));
-        // Kept open: a closed connection would leave its queue or give its grant back.
-        thread::sleep(Duration::from_secs(30));
-    });
-    rx
-}
-
-/// Waits until `n` waits are queued on `key`.
-fn queued(con: &mut redis::Connection, key: &str, n: i64) {
-    assert!(
-        wait_until(LIMIT, || waiters(con, key) == n),
-        "hung: {n} waiters never queued on {key}"
-    );
-}
-
-fn granted(rx: &mpsc::Receiver<Value>) -> i64 {
-    match rx.recv_timeout(LIMIT) {
-        Ok(Value::Int(token)) => token,
-        other => panic!("expected a token, got {other:?}"),
-    }
-}
-
-fn still_waiting(rx: &mpsc::Receiver<Value>) {
-    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
-}
 
 #[test]
 fn readers_share_a_writer_excludes_and_a_reader_cannot_upgrade() {
