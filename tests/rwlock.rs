@@ -322,3 +322,57 @@ fn the_hash_is_redissons_layout_with_mode_write_for_redisson_clients() {
     let _: Holder = holders(&rw_info(&mut con, "k2"))[0].clone();
     assert_eq!(holders(&rw_info(&mut con, "k2"))[0].3, t2);
 }
+
+#[test]
+fn redis_knows_the_commands_keys_and_flags_and_acl_rules_apply() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let calls: [&[&str]; 7] = [
+        &["rwlock.acquire", "k", "o", "READ"],
+        &["rwlock.wait", "k", "o", "READ"],
+        &["rwlock.release", "k", "o", "READ"],
+        &["rwlock.renew", "k", "o"],
+        &["rwlock.info", "k"],
+        &["rwlock.forcerelease", "k"],
+        &["rwlock.apply", "k", "o", "1", "0", "0", "0"],
+    ];
+    for call in calls {
+        let name = call[0];
+        let docs = format!("{:?}", raw(&mut con, &["COMMAND", "DOCS", name]));
+        let described = docs.contains("summary") && docs.contains("arguments");
+        assert!(described, "{name}: {docs}");
+        let mut getkeys = vec!["COMMAND", "GETKEYS"];
+        getkeys.extend_from_slice(call);
+        let keys = raw(&mut con, &getkeys);
+        let key = Value::Array(vec![Value::BulkString(b"k".to_vec())]);
+        assert_eq!(keys, key, "{name}");
+    }
+    let info = format!(
+        "{:?}",
+        raw(&mut con, &["COMMAND", "INFO", "rwlock.acquire"])
+    );
+    assert!(
+        info.contains("blocking") && info.contains("begin_search"),
+        "{info}"
+    );
+    let setuser = [
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        ">pw",
+        "~doc:*",
+        "+rwlock.acquire",
+    ];
+    assert_eq!(raw(&mut con, &setuser), Value::Okay);
+    let mut app = server.conn_as("app", "pw");
+    assert!(int(&mut app, &["RWLOCK.ACQUIRE", "doc:1", "me", "READ"]) > 0);
+    let denied = raw(&mut app, &["RWLOCK.ACQUIRE", "other:1", "me", "READ"]);
+    let text = support::error_text(&denied).unwrap_or_default();
+    assert!(text.starts_with("NOPERM"), "{denied:?}");
+    let forced = raw(&mut app, &["RWLOCK.FORCERELEASE", "doc:1"]);
+    assert!(
+        support::error_text(&forced).is_some_and(|t| t.starts_with("NOPERM")),
+        "{forced:?}"
+    );
+}
