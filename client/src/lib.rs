@@ -212,12 +212,14 @@
 
 mod acquire;
 pub mod blocking;
+mod blocking_guard;
 mod client;
 mod core;
 mod hold;
 mod lock;
 mod net;
 mod pure;
+mod rw_lock;
 mod several;
 
 /// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
@@ -236,6 +238,8 @@ pub use pure::error::{Error, LossReason, Result};
 pub use pure::holding::LostSignal;
 pub use pure::info::LockInfo;
 pub use pure::options::{LockOptions, DEFAULT_LEASE};
+pub use pure::rw_info::{RwHolder, RwLockInfo, RwMode};
+pub use rw_lock::RwLock;
 pub use several::multi::{MultiGuard, MultiLock};
 pub use several::redlock::RedLock;
 pub use several::redlock_guard::RedLockGuard;

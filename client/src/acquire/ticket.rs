@@ -1,4 +1,5 @@
-//! A wait as a ticket: `LOCK.WAIT` on the node's wait connection (`tickets.rs`), then the
+//! A wait as a ticket: `LOCK.WAIT` (`RWLOCK.WAIT` for a read or a write hold, whose outcome
+//! comes the same way) on the node's wait connection (`tickets.rs`), then the
 //! outcome the server pushes for its wait id, read from a oneshot. No connection and no
 //! task of its own: the acquisition awaits the oneshot.
 //!
@@ -44,6 +45,7 @@ use crate::net::router::Sent;
 use crate::net::tickets::Tickets;
 use crate::pure::commands;
 use crate::pure::error::{timed_out, Error, Result};
+use crate::pure::kind::Kind;
 
 /// How a ticket wait ended.
 pub(crate) enum Waited {
@@ -63,6 +65,7 @@ struct Ticket {
     id: u64,
     key: String,
     owner: String,
+    kind: Kind,
     receiver: oneshot::Receiver<Outcome>,
     settled: bool,
 }
@@ -80,7 +83,10 @@ impl Wait<'_> {
 
     async fn ticket_once<T>(&self, caller: &mut oneshot::Sender<T>) -> Result<Waited> {
         let never = std::future::pending::<std::convert::Infallible>();
-        let make = || commands::wait_ticket(self.key, self.owner, self.lease_ms, self.wait_ms());
+        let make = || {
+            let wait_ms = self.wait_ms();
+            commands::wait_ticket(self.kind, self.key, self.owner, self.lease_ms, wait_ms)
+        };
         let (reply, carried) = match self.core.send_ticket(self.key, make, never).await {
             Err(err) if Tickets::unsupported(&err) => return Ok(Waited::Unsupported),
             Err(err) => return Err(Error::from_command(err, self.key, self.owner)),
@@ -130,12 +136,12 @@ impl Wait<'_> {
         id: u64,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Waited> {
-        let receiver = match channel.mailbox().claim(id, self.key, self.owner) {
+        let receiver = match channel.mailbox().claim(id, self.key, self.owner, self.kind) {
             Claim::Ended(outcome) => return self.ended(outcome),
             Claim::Waiting(receiver) => receiver,
         };
         let (key, owner) = (self.key.to_owned(), self.owner.to_owned());
-        let mut ticket = Ticket::new(channel, id, key, owner, receiver);
+        let mut ticket = Ticket::new(channel, id, (key, owner, self.kind), receiver);
         let grace = self.core.options().wait_grace_duration();
         let overdue = self.deadline.map(|d| d + grace);
         let late = async {
@@ -216,7 +222,11 @@ impl Wait<'_> {
         };
         ticket.finish();
         if let Some(token) = token {
-            match self.core.release(self.key, self.owner, token).await {
+            match self
+                .core
+                .release(self.kind, self.key, self.owner, token)
+                .await
+            {
                 Ok(_) => {
                     tracing::debug!(key = %self.key, token, "released a grant that crossed a cancel")
                 }
@@ -240,8 +250,7 @@ impl Ticket {
     fn new(
         channel: Arc<Channel>,
         id: u64,
-        key: String,
-        owner: String,
+        (key, owner, kind): (String, String, Kind),
         receiver: oneshot::Receiver<Outcome>,
     ) -> Ticket {
         let settled = false;
@@ -250,6 +259,7 @@ impl Ticket {
             id,
             key,
             owner,
+            kind,
             receiver,
             settled,
         }
@@ -262,6 +272,19 @@ impl Ticket {
             mailbox.settled(self.id);
         }
         self.settled = true;
+    }
+}
+
+impl Ticket {
+    /// This ticket's grant with `token`, to release.
+    fn orphan(&self, token: u64) -> Orphan {
+        let (key, owner, kind) = (self.key.clone(), self.owner.clone(), self.kind);
+        Orphan {
+            key,
+            owner,
+            kind,
+            token,
+        }
     }
 }
 
@@ -278,12 +301,10 @@ impl Drop for Ticket {
             // Its outcome reached the oneshot before the forsake.
             self.receiver.close();
             if let Ok(Outcome::Granted(token)) = self.receiver.try_recv() {
-                let (key, owner) = (self.key.clone(), self.owner.clone());
-                self.channel.release_orphan(Orphan { key, owner, token });
+                self.channel.release_orphan(self.orphan(token));
             }
             return;
         }
-        self.channel
-            .cancel_in_background(self.id, &self.key, &self.owner);
+        self.channel.cancel_in_background(self.id, self.orphan(0));
     }
 }
