@@ -1,8 +1,8 @@
 //! `rlock`: a distributed `flock` on Redis with the rlock module.
 //!
 //! ```text
-//! rlock run KEY [--wait D] [--lease D [--renew]] [--kill-grace D] [--kill-leftovers]
-//!           [--check D] -- CMD ARGS...   run CMD while holding KEY
+//! rlock run KEY [--shared] [--wait D] [--lease D [--renew]] [--kill-grace D]
+//!           [--kill-leftovers] [--check D] -- CMD ARGS...   run CMD while holding KEY
 //! rlock info KEY                   show who holds KEY (exit 1: free, 2: error)
 //! rlock release KEY --force        remove KEY's lock, whoever holds it
 //! ```
@@ -80,6 +80,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a command while holding a lock (a distributed `flock`).
+    ///
+    /// With --shared, the run takes a read hold of the read-write lock KEY instead: shared
+    /// with other --shared runs, excluded by a write hold (a different object from the
+    /// plain lock KEY of a run without --shared).
     ///
     /// The command gets RLOCK_KEY, RLOCK_OWNER and RLOCK_TOKEN (the fencing token) in its
     /// environment, and runs in a process group of its own; the lock is released once every
