@@ -3,8 +3,8 @@
 //! ```text
 //! rlock run KEY [--shared] [--wait D] [--lease D [--renew]] [--kill-grace D]
 //!           [--kill-leftovers] [--check D] -- CMD ARGS...   run CMD while holding KEY
-//! rlock info KEY                   show who holds KEY (exit 1: free, 2: error)
-//! rlock release KEY --force        remove KEY's lock, whoever holds it
+//! rlock info KEY [--shared]        show who holds KEY (exit 1: free, 2: error)
+//! rlock release KEY --force [--shared]   remove KEY's lock, whoever holds it
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
@@ -108,6 +108,10 @@ enum Cmd {
     Info {
         /// The lock's key.
         key: String,
+        /// KEY is a read-write lock (as `run --shared` takes): show its mode and holders
+        /// (RWLOCK.INFO).
+        #[arg(long)]
+        shared: bool,
     },
     /// Remove a lock whoever holds it (LOCK.FORCERELEASE).
     Release {
@@ -116,6 +120,10 @@ enum Cmd {
         /// Required: this takes the lock away from its holder.
         #[arg(long)]
         force: bool,
+        /// KEY is a read-write lock (as `run --shared` takes): remove it, whoever holds it
+        /// (RWLOCK.FORCERELEASE).
+        #[arg(long)]
+        shared: bool,
     },
 }
 
@@ -143,10 +151,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .keepalive(cli.timeout);
     match cli.command {
         Cmd::Run(run) => run.run(&cli.url, options).await,
-        Cmd::Info { key } => admin::info(&open(&cli.url, options).await?, &key).await,
-        Cmd::Release { key, force } => {
+        Cmd::Info { key, shared } => {
+            admin::info(&open(&cli.url, options).await?, &key, shared).await
+        }
+        Cmd::Release { key, force, shared } => {
             let clients = open(&cli.url, options).await?;
-            admin::force_release(&clients, &key, force).await
+            admin::force_release(&clients, &key, (force, shared)).await
         }
     }
 }

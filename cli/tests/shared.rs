@@ -145,3 +145,29 @@ fn shared_is_refused_over_several_servers() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn info_and_release_speak_of_the_read_write_lock_with_shared() {
+    let server = Server::start();
+    let token: Option<u64> = server.cmd(&["RWLOCK.ACQUIRE", "job", "reader", "READ"]);
+    let token = token.expect("granted");
+    let out = rlock(&server, &["info", "--shared", "job"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("mode: read\n"), "{stdout}");
+    let holder = "holder: reader (reads: 1, writes: 0, ttl: ";
+    assert!(stdout.contains(holder), "{stdout}");
+    assert!(stdout.contains(&format!("token: {token})\n")), "{stdout}");
+    let out = rlock(&server, &["release", "--force", "--shared", "job"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "job: released\n", "{out:?}");
+    assert_eq!(field(&server, "job", "mode"), None);
+    let out = rlock(&server, &["info", "--shared", "job"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "free: {out:?}");
+    assert_eq!(text(&out.stdout), "job: free\n");
+}
