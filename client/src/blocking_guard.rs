@@ -75,7 +75,7 @@ impl BlockingGuard {
     }
 
     /// Releases this one hold; see [`Guard::release`]. Inside an async runtime it cannot
-    /// block: it fails with [`Error::InvalidArgument`], and the hold is released in the
+    /// block: it fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument), and the hold is released in the
     /// background.
     pub fn release(mut self) -> Result<u64> {
         if tokio::runtime::Handle::try_current().is_ok() {
