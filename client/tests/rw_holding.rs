@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rlock_client::blocking::BlockingClient;
-use rlock_client::{Client, Error, LossReason};
+use rlock_client::{Client, Error, LockOptions, LossReason};
 use support::{eventually, watched, Server};
 use tokio::time::{sleep, timeout};
 
@@ -160,6 +160,62 @@ async fn acquisitions_cancelled_around_their_grant_leak_nothing() {
         "left behind: {:?}",
         client.rw_lock("race").info().await
     );
+}
+
+/// Acquisitions that must be confirmed by replicas wait with a blocking `RWLOCK.ACQUIRE ...
+/// WAIT` on a connection of their own: granted, or dropped (the connection killed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_waits_take_read_write_holds_and_a_dropped_one_leaves_nothing() {
+    let server = Server::start();
+    let client = server.client().await;
+    let confirmed = LockOptions::new().min_replicas(1, Duration::from_millis(100));
+    let writer = client
+        .owner()
+        .rw_lock("blk")
+        .write()
+        .acquire()
+        .await
+        .unwrap();
+    let reader = client.owner().rw_lock("blk").read().options(confirmed);
+    let waiting = reader.clone();
+    let waiting = tokio::spawn(async move { waiting.acquire().await });
+    let blocked = || {
+        server
+            .cmd::<String>(&["CLIENT", "LIST"])
+            .contains("flags=b")
+    };
+    assert!(
+        eventually(Duration::from_secs(10), blocked).await,
+        "no blocking wait"
+    );
+    writer.release().await.unwrap();
+    // Granted, then no replica confirms it (there is none): released, and said so.
+    let got = timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(got, Err(Error::NotReplicated { .. })), "{got:?}");
+    assert!(eventually(Duration::from_secs(10), || !blocked()).await);
+    assert!(
+        free(&client, "blk").await,
+        "the unconfirmed read hold was released"
+    );
+    // A dropped blocking wait: its connection is killed, nothing is queued or held.
+    let writer = client
+        .owner()
+        .rw_lock("blk")
+        .write()
+        .acquire()
+        .await
+        .unwrap();
+    let dropped = timeout(Duration::from_millis(300), reader.acquire()).await;
+    assert!(dropped.is_err(), "the lock was busy");
+    assert!(eventually(Duration::from_secs(10), || !blocked()).await);
+    let info = client.rw_lock("blk").info().await.unwrap().unwrap();
+    assert_eq!((info.holders.len(), info.waiters), (1, 0), "{info:?}");
+    writer.release().await.unwrap();
+    assert!(free(&client, "blk").await);
+    assert_eq!(server.calls("rwlock.wait"), 0, "no ticket was used");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
