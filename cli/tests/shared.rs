@@ -47,12 +47,15 @@ fn waiters(server: &Server, key: &str) -> i64 {
 #[test]
 fn two_shared_runs_hold_the_lock_at_once() {
     let server = Server::start();
-    let dir = std::env::temp_dir().join(format!("rlock-shared-{}", server.port()));
+    let name = format!("rlock-shared-{}-{}", std::process::id(), server.port());
+    let dir = std::env::temp_dir().join(name);
     std::fs::create_dir_all(&dir).unwrap();
     // Each command marks its start, then waits (10 s at most) for the other's mark: they
-    // end only if they ran at the same time.
+    // succeed only if they ran at the same time. Then they stay 1 s more, for the server
+    // to be seen with both holders.
     let script = "touch \"$0/$1\"; for _ in $(seq 100); do \
-                  [ -e \"$0/a\" ] && [ -e \"$0/b\" ] && exit 0; sleep 0.1; done; exit 9";
+                  [ -e \"$0/a\" ] && [ -e \"$0/b\" ] && sleep 1 && exit 0; sleep 0.1; done; \
+                  exit 9";
     let dir_arg = dir.to_string_lossy().into_owned();
     let spawn = |name: &str| {
         let args = [
