@@ -196,26 +196,24 @@ impl Guard {
     }
 }
 
-/// `cmd` run fenced by `holding`; a holding the server says is gone is lost from then on.
-/// A read hold's refusal (`NOTHELD ... not held for writing`: its owner holds no write
-/// hold) is [`Error::NotHeld`], and loses nothing.
+/// `cmd` run fenced by `holding`; a holding the server says is gone is lost from then on,
+/// but a read hold's `NOTHELD` (its owner holds no write hold) is [`Error::NotHeld`] alone.
 async fn fenced<T: redis::FromRedisValue>(
     core: &Core,
     holding: &Holding,
     kind: Kind,
     cmd: &redis::Cmd,
 ) -> Result<T> {
-    let fenced = commands::fenced(&holding.key, &holding.owner, holding.token, cmd);
-    let answer = core.query(&holding.key, &fenced).await;
+    let (key, owner) = (&holding.key, &holding.owner);
+    let fenced = commands::fenced(key, owner, holding.token, cmd);
+    let answer = core.query(key, &fenced).await;
     answer.map_err(|err| match err.code() {
-        Some("NOTHELD") if kind == Kind::Read => {
-            Error::from_command(err, &holding.key, &holding.owner)
-        }
+        Some("NOTHELD") if kind == Kind::Read => Error::from_command(err, key, owner),
         Some("NOTHELD" | "FENCED") => {
             core.mark_lost(holding, LossReason::NotHeld);
             lost_error(holding, LossReason::NotHeld)
         }
-        _ => Error::from_command(err, &holding.key, &holding.owner),
+        _ => Error::from_command(err, key, owner),
     })
 }
 

@@ -45,7 +45,6 @@ use crate::net::router::Sent;
 use crate::net::tickets::Tickets;
 use crate::pure::commands;
 use crate::pure::error::{timed_out, Error, Result};
-use crate::pure::kind::Kind;
 
 /// How a ticket wait ended.
 pub(crate) enum Waited {
@@ -63,9 +62,8 @@ pub(crate) enum Waited {
 struct Ticket {
     channel: Arc<Channel>,
     id: u64,
-    key: String,
-    owner: String,
-    kind: Kind,
+    /// The wait's key, owner and kind: a grant to release (its token set then).
+    wait: Orphan,
     receiver: oneshot::Receiver<Outcome>,
     settled: bool,
 }
@@ -140,8 +138,20 @@ impl Wait<'_> {
             Claim::Ended(outcome) => return self.ended(outcome),
             Claim::Waiting(receiver) => receiver,
         };
-        let (key, owner) = (self.key.to_owned(), self.owner.to_owned());
-        let mut ticket = Ticket::new(channel, id, (key, owner, self.kind), receiver);
+        let (key, owner, kind) = (self.key.to_owned(), self.owner.to_owned(), self.kind);
+        let wait = Orphan {
+            key,
+            owner,
+            kind,
+            token: 0,
+        };
+        let mut ticket = Ticket {
+            channel,
+            id,
+            wait,
+            receiver,
+            settled: false,
+        };
         let grace = self.core.options().wait_grace_duration();
         let overdue = self.deadline.map(|d| d + grace);
         let late = async {
@@ -247,44 +257,19 @@ impl Wait<'_> {
 }
 
 impl Ticket {
-    fn new(
-        channel: Arc<Channel>,
-        id: u64,
-        (key, owner, kind): (String, String, Kind),
-        receiver: oneshot::Receiver<Outcome>,
-    ) -> Ticket {
-        let settled = false;
-        Ticket {
-            channel,
-            id,
-            key,
-            owner,
-            kind,
-            receiver,
-            settled,
-        }
-    }
-
     /// The cancel was answered: the wait id leaves the mailbox, and nothing comes for it.
     fn finish(mut self) {
         let mut mailbox = self.channel.mailbox();
-        if mailbox.forsake(self.id, &self.key, &self.owner) {
+        if mailbox.forsake(self.id, &self.wait.key, &self.wait.owner) {
             mailbox.settled(self.id);
         }
         self.settled = true;
     }
-}
 
-impl Ticket {
     /// This ticket's grant with `token`, to release.
     fn orphan(&self, token: u64) -> Orphan {
-        let (key, owner, kind) = (self.key.clone(), self.owner.clone(), self.kind);
-        Orphan {
-            key,
-            owner,
-            kind,
-            token,
-        }
+        let wait = self.wait.clone();
+        Orphan { token, ..wait }
     }
 }
 
@@ -296,7 +281,7 @@ impl Drop for Ticket {
         let forsaken = self
             .channel
             .mailbox()
-            .forsake(self.id, &self.key, &self.owner);
+            .forsake(self.id, &self.wait.key, &self.wait.owner);
         if !forsaken {
             // Its outcome reached the oneshot before the forsake.
             self.receiver.close();

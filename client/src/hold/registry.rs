@@ -20,8 +20,7 @@ use crate::pure::pair::Id;
 pub(crate) struct Grant<'a> {
     pub(crate) key: &'a str,
     pub(crate) owner: &'a str,
-    /// What was granted: a plain lock, or a read or a write hold.
-    pub(crate) kind: Kind,
+    pub(crate) kind: Kind, // a plain lock, a read or a write hold
     pub(crate) token: u64,
     pub(crate) lease: Duration,
     pub(crate) watchdog: bool,

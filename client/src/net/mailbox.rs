@@ -66,7 +66,7 @@ pub(crate) enum Claim {
 }
 
 /// A grant that came for a cancelled wait: its lock is to be released.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Orphan {
     pub(crate) key: String,
     pub(crate) owner: String,

@@ -8,8 +8,7 @@ use redis::{cmd, Cmd};
 
 use crate::pure::kind::Kind;
 
-/// `LOCK.ACQUIRE key owner LEASE ms` (`RWLOCK.ACQUIRE key owner MODE ...` for a read or a
-/// write hold): one try, answered at once.
+/// `LOCK.ACQUIRE key owner LEASE ms` (`RWLOCK.ACQUIRE key owner MODE ...`): one try.
 pub(crate) fn acquire(kind: Kind, key: &str, owner: &str, lease_ms: u64) -> Cmd {
     let mut cmd = kind.command("ACQUIRE", key, owner);
     cmd.arg("LEASE").arg(lease_ms);
@@ -55,9 +54,8 @@ pub(crate) fn grants(block_ms: u64) -> Cmd {
     cmd
 }
 
-/// `LOCK.RELEASE key owner TOKEN t`: acts only on the holding with token `t`, so a late
-/// release cannot free a newer holding of the same owner. (`RWLOCK.RELEASE key owner MODE
-/// TOKEN t` releases one hold of that mode.)
+/// `LOCK.RELEASE key owner TOKEN t` (`RWLOCK.RELEASE key owner MODE TOKEN t`, a hold of that
+/// mode): acts only on the holding with token `t`, not on a newer one of the same owner.
 pub(crate) fn release(kind: Kind, key: &str, owner: &str, token: u64) -> Cmd {
     let mut cmd = kind.command("RELEASE", key, owner);
     cmd.arg("TOKEN").arg(token);
