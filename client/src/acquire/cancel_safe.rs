@@ -165,12 +165,8 @@ impl Acquisition {
             return Ok(None);
         }
         tracing::debug!(key = %self.key, owner = %self.owner, "lock busy; waiting");
-        let waiting = wait_of(
-            &self.core,
-            (self.kind, &self.key, &self.owner),
-            &self.options,
-            deadline,
-        );
+        let held = (self.kind, self.key.as_str(), self.owner.as_str());
+        let waiting = wait_of(&self.core, held, &self.options, deadline);
         loop {
             turn.set_queued(true);
             let waited = wait_once(&waiting, &self.options, &mut self.reply).await;
