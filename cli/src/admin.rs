@@ -1,23 +1,32 @@
-//! `rlock info` and `rlock release --force`: looking at a lock and taking it away.
+//! `rlock info` and `rlock release --force`: looking at a lock and taking it away (with
+//! `--shared`, a read-write lock).
 
 use std::process::ExitCode;
 
-use rlock_client::{Client, LockInfo};
+use rlock_client::{Client, LockInfo, RwLockInfo, RwMode};
 
 use crate::failure::{At, Failure};
 
-/// `rlock info KEY`: 0 when held on some server (and who holds it), 1 when free.
-pub async fn info(clients: &[Client], key: &str) -> Result<ExitCode, Failure> {
+/// `rlock info KEY [--shared]`: 0 when held on some server (and who holds it), 1 when free.
+pub async fn info(clients: &[Client], key: &str, shared: bool) -> Result<ExitCode, Failure> {
     let mut held = false;
     for client in clients {
         if clients.len() > 1 {
             println!("server: {}", client.server());
         }
-        match client.info(key).await.at(client.server())? {
-            Some(info) => {
-                print_info(key, &info);
-                held = true;
-            }
+        let shown = match shared {
+            false => client
+                .info(key)
+                .await
+                .map(|i| i.map(|i| print_info(key, &i))),
+            true => client
+                .rw_lock(key)
+                .info()
+                .await
+                .map(|i| i.map(|i| print_rw(key, &i))),
+        };
+        match shown.at(client.server())? {
+            Some(()) => held = true,
             None => println!("{key}: free"),
         }
     }
@@ -32,14 +41,18 @@ pub async fn info(clients: &[Client], key: &str) -> Result<ExitCode, Failure> {
 pub async fn force_release(
     clients: &[Client],
     key: &str,
-    force: bool,
+    (force, shared): (bool, bool),
 ) -> Result<ExitCode, Failure> {
     if !force {
         eprintln!("rlock: release takes the lock from its holder: add --force");
         return Ok(ExitCode::from(2));
     }
     for client in clients {
-        let removed = client.force_release(key).await.at(client.server())?;
+        let removed = match shared {
+            false => client.force_release(key).await,
+            true => client.rw_lock(key).force_release().await,
+        };
+        let removed = removed.at(client.server())?;
         let state = if removed { "released" } else { "was free" };
         match clients.len() {
             1 => println!("{key}: {state}"),
@@ -58,5 +71,24 @@ fn print_info(key: &str, info: &LockInfo) {
         None => println!("ttl: none"),
     }
     println!("token: {}", info.token);
+    println!("waiters: {}", info.waiters);
+}
+
+fn print_rw(key: &str, info: &RwLockInfo) {
+    println!("key: {key}");
+    let mode = match info.mode {
+        RwMode::Read => "read",
+        RwMode::Write => "write",
+    };
+    println!("mode: {mode}");
+    for h in &info.holders {
+        let ttl = h
+            .ttl
+            .map_or("none".to_owned(), |ttl| format!("{}ms", ttl.as_millis()));
+        println!(
+            "holder: {} (reads: {}, writes: {}, ttl: {ttl}, token: {})",
+            h.owner, h.reads, h.writes, h.token
+        );
+    }
     println!("waiters: {}", info.waiters);
 }

@@ -1,17 +1,18 @@
 //! While the command runs, `run` asks the servers every `--check` who holds the lock
-//! (`LOCK.INFO`), so that a lock taken away (`LOCK.FORCERELEASE`, a `DEL`, another owner
+//! (`LOCK.INFO`; `RWLOCK.INFO` for a `--shared` read hold), so that a lock taken away (`LOCK.FORCERELEASE`, a `DEL`, another owner
 //! granted it) stops the command at the first check after it, not at the next renewal
 //! (every third of the lease: 10 s with the default lease).
 //!
 //! Only an answer counts: a server that does not answer, or answers with an error (an ACL
 //! user not allowed `LOCK.INFO`), tells nothing, and the lease's safe deadline
 //! (`supervise.rs`) covers it. A lock on one server is taken once its server shows it free
-//! or held by another holding (another owner, or another token); a RedLock, once more
-//! servers show that than a majority can spare.
+//! or held by another holding (another owner, or another token); a read hold, once its
+//! server shows it among the holders no more; a RedLock, once more servers show that than a
+//! majority can spare.
 
 use std::time::Duration;
 
-use rlock_client::{Client, LockInfo};
+use rlock_client::{Client, LockInfo, RwLockInfo};
 use tokio::task::JoinSet;
 use tokio::time::{interval, MissedTickBehavior};
 
@@ -22,6 +23,8 @@ pub struct Check {
     /// How many servers the lock is on (a RedLock's named ones, reached or not).
     servers: usize,
     every: Duration,
+    /// The lock is a read-write lock (`--shared`).
+    shared: bool,
 }
 
 /// What `run` holds, as the servers show it.
@@ -38,6 +41,15 @@ impl Check {
             clients,
             servers,
             every,
+            shared: false,
+        }
+    }
+
+    /// The same check of a read hold of a read-write lock.
+    pub fn shared(self) -> Check {
+        Check {
+            shared: true,
+            ..self
         }
     }
 
@@ -59,13 +71,13 @@ impl Check {
     async fn look(&self, holding: &Holding) -> Option<String> {
         let mut asked = JoinSet::new();
         for client in &self.clients {
-            let (client, key) = (client.clone(), holding.key.clone());
-            asked.spawn(async move { client.info(&key).await });
+            let (client, key, shared) = (client.clone(), holding.key.clone(), self.shared);
+            asked.spawn(async move { Shown::ask(&client, &key, shared).await });
         }
         let mut elsewhere = Vec::new();
         while let Some(answer) = asked.join_next().await {
             if let Ok(Ok(info)) = answer {
-                if !ours(info.as_ref(), holding) {
+                if !info.ours(holding) {
                     elsewhere.push(info);
                 }
             }
@@ -75,7 +87,7 @@ impl Check {
             return None;
         }
         Some(match (self.servers, elsewhere.as_slice()) {
-            (1, [info]) => format!("the server shows it {}", shown(info.as_ref())),
+            (1, [info]) => format!("the server shows it {}", info.text()),
             (servers, _) => format!(
                 "{} of {servers} servers show it free or held by another",
                 elsewhere.len()
@@ -84,16 +96,42 @@ impl Check {
     }
 }
 
-/// Whether `info` shows `holding` (any token for a RedLock's).
-fn ours(info: Option<&LockInfo>, holding: &Holding) -> bool {
-    info.is_some_and(|info| {
-        info.owner == holding.owner && holding.token.is_none_or(|token| token == info.token)
-    })
+/// What a server shows of the lock.
+enum Shown {
+    Lock(Option<LockInfo>),
+    Rw(Option<RwLockInfo>),
 }
 
-fn shown(info: Option<&LockInfo>) -> String {
-    match info {
-        None => "free".to_owned(),
-        Some(info) => format!("held by {} (token {})", info.owner, info.token),
+impl Shown {
+    async fn ask(client: &Client, key: &str, shared: bool) -> Result<Shown, rlock_client::Error> {
+        Ok(match shared {
+            false => Shown::Lock(client.info(key).await?),
+            true => Shown::Rw(client.rw_lock(key).info().await?),
+        })
+    }
+
+    /// Whether it shows `holding` (any token for a RedLock's).
+    fn ours(&self, holding: &Holding) -> bool {
+        let token = |t: u64| holding.token.is_none_or(|token| token == t);
+        match self {
+            Shown::Lock(info) => info
+                .as_ref()
+                .is_some_and(|info| info.owner == holding.owner && token(info.token)),
+            Shown::Rw(info) => info
+                .as_ref()
+                .and_then(|info| info.holder(&holding.owner))
+                .is_some_and(|holder| token(holder.token)),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Shown::Lock(None) | Shown::Rw(None) => "free".to_owned(),
+            Shown::Lock(Some(info)) => format!("held by {} (token {})", info.owner, info.token),
+            Shown::Rw(Some(info)) => {
+                let holders: Vec<&str> = info.holders.iter().map(|h| h.owner.as_str()).collect();
+                format!("held by {}", holders.join(", "))
+            }
+        }
     }
 }

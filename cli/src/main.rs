@@ -1,10 +1,10 @@
 //! `rlock`: a distributed `flock` on Redis with the rlock module.
 //!
 //! ```text
-//! rlock run KEY [--wait D] [--lease D [--renew]] [--kill-grace D] [--kill-leftovers]
-//!           [--check D] -- CMD ARGS...   run CMD while holding KEY
-//! rlock info KEY                   show who holds KEY (exit 1: free, 2: error)
-//! rlock release KEY --force        remove KEY's lock, whoever holds it
+//! rlock run KEY [--shared] [--wait D] [--lease D [--renew]] [--kill-grace D]
+//!           [--kill-leftovers] [--check D] -- CMD ARGS...   run CMD while holding KEY
+//! rlock info KEY [--shared]        show who holds KEY (exit 1: free, 2: error)
+//! rlock release KEY --force [--shared]   remove KEY's lock, whoever holds it
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
@@ -81,6 +81,10 @@ struct Cli {
 enum Cmd {
     /// Run a command while holding a lock (a distributed `flock`).
     ///
+    /// With --shared, the run takes a read hold of the read-write lock KEY instead: shared
+    /// with other --shared runs, excluded by a write hold (a different object from the
+    /// plain lock KEY of a run without --shared).
+    ///
     /// The command gets RLOCK_KEY, RLOCK_OWNER and RLOCK_TOKEN (the fencing token) in its
     /// environment, and runs in a process group of its own; the lock is released once every
     /// process of that group ended (what the command leaves running keeps the lock, unless
@@ -104,6 +108,10 @@ enum Cmd {
     Info {
         /// The lock's key.
         key: String,
+        /// KEY is a read-write lock (as `run --shared` takes): show its mode and holders
+        /// (RWLOCK.INFO).
+        #[arg(long)]
+        shared: bool,
     },
     /// Remove a lock whoever holds it (LOCK.FORCERELEASE).
     Release {
@@ -112,6 +120,10 @@ enum Cmd {
         /// Required: this takes the lock away from its holder.
         #[arg(long)]
         force: bool,
+        /// KEY is a read-write lock (as `run --shared` takes): remove it, whoever holds it
+        /// (RWLOCK.FORCERELEASE).
+        #[arg(long)]
+        shared: bool,
     },
 }
 
@@ -139,10 +151,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .keepalive(cli.timeout);
     match cli.command {
         Cmd::Run(run) => run.run(&cli.url, options).await,
-        Cmd::Info { key } => admin::info(&open(&cli.url, options).await?, &key).await,
-        Cmd::Release { key, force } => {
+        Cmd::Info { key, shared } => {
+            admin::info(&open(&cli.url, options).await?, &key, shared).await
+        }
+        Cmd::Release { key, force, shared } => {
             let clients = open(&cli.url, options).await?;
-            admin::force_release(&clients, &key, force).await
+            admin::force_release(&clients, &key, (force, shared)).await
         }
     }
 }

@@ -51,6 +51,13 @@ pub struct RunCmd {
     /// held by another, without waiting for the next renewal.
     #[arg(long, value_parser = parse_positive, default_value = "1s")]
     check: Duration,
+    /// Take a read hold of the read-write lock KEY instead of the exclusive lock: any
+    /// number of --shared runs hold it at once, while a write hold (RWLOCK.ACQUIRE ...
+    /// WRITE) waits for them, and they wait for it. KEY is then a read-write lock, not the
+    /// plain lock a run without --shared takes (the server refuses one on the other's key).
+    /// One server only (no RedLock).
+    #[arg(long)]
+    shared: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -58,6 +65,7 @@ pub struct RunCmd {
 
 /// How `run` holds the lock and runs the command.
 struct RunArgs {
+    shared: bool,
     wait: Option<Duration>,
     options: LockOptions,
     plan: Plan,
@@ -75,7 +83,12 @@ impl RunCmd {
         else {
             return Ok(ExitCode::from(EXIT_USAGE));
         };
+        if self.shared && urls.len() > 1 {
+            eprintln!("rlock: --shared takes a read hold on one server: give one --url");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
         let args = RunArgs {
+            shared: self.shared,
             wait: self.wait,
             options,
             plan,
@@ -99,12 +112,16 @@ async fn run_locked(
     args: &RunArgs,
     command: &[String],
 ) -> Result<ExitCode, Error> {
-    let lock = client.lock(key).options(args.options);
     let check = Check::new(vec![client.clone()], 1, args.check);
+    let (lock, check) = match args.shared {
+        true => (client.rw_lock(key).read(), check.shared()),
+        false => (client.lock(key), check),
+    };
+    let lock = lock.options(args.options);
     let held = match lock.try_acquire(Duration::ZERO).await? {
         Some(guard) => Some(Held::One(guard)),
         None => {
-            announce_wait(client, key, args.wait).await;
+            announce_wait(client, key, args).await;
             let granted = match args.wait {
                 Some(limit) => lock.try_acquire(limit).await?,
                 None => Some(lock.acquire().await?),
@@ -173,8 +190,21 @@ async fn run_held(
     }
 }
 
-async fn announce_wait(client: &Client, key: &str, wait: Option<Duration>) {
-    let limit = wait_limit_text(wait);
+async fn announce_wait(client: &Client, key: &str, args: &RunArgs) {
+    let limit = wait_limit_text(args.wait);
+    if args.shared {
+        let writer = match client.rw_lock(key).info().await {
+            Ok(Some(info)) => info.holders.into_iter().find(|h| h.writes > 0),
+            _ => None,
+        };
+        return match writer {
+            Some(w) => eprintln!(
+                "rlock: waiting for a read hold of '{key}' ({limit}): held for writing by {}",
+                w.owner
+            ),
+            None => eprintln!("rlock: waiting for a read hold of '{key}' ({limit})"),
+        };
+    }
     match client.info(key).await {
         Ok(Some(info)) => eprintln!(
             "rlock: waiting for '{key}' ({limit}): held by {} (token {}, {} queued before us)",

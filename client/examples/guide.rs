@@ -80,6 +80,28 @@ async fn guide() -> Result<(), Error> {
     client.close().await // before main returns: releases every guard's lock
 }
 
+async fn read_write(client: &Client) -> Result<(), Error> {
+    let config = client.rw_lock("lock:config"); // a read-write lock: RWLOCK.* on its key
+    let reading = config.read().acquire().await?; // shared: other owners read at once
+    let other = client.owner().rw_lock("lock:config");
+    let also = other.read().try_acquire(Duration::ZERO).await?; // Some: readers share
+    let writer = other.write().try_acquire(Duration::ZERO).await; // Ok(None): readers hold
+    drop((also, writer));
+    match config.write().try_acquire(Duration::ZERO).await {
+        Err(Error::Upgrade { .. }) => {} // a reader never upgrades: release, then write
+        other => println!("unexpected: {other:?}"),
+    }
+    reading.release().await?;
+    let writing = config.write().acquire().await?; // alone; readers and writers wait
+    let mut hset = redis::cmd("HSET");
+    hset.arg("config").arg("mode").arg("fast");
+    let _: i64 = writing.fenced(&hset).await?; // LOCK.FENCED: the writer's
+    let downgraded = config.read().acquire().await?; // the writer reads too (same token)
+    writing.release().await?; // now only reading: readers join, writers still wait
+    downgraded.release().await?;
+    Ok(())
+}
+
 async fn sentinel() -> Result<(), Error> {
     let client = Client::open("redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster").await?;
     client.close().await
@@ -88,6 +110,9 @@ async fn sentinel() -> Result<(), Error> {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     guide().await?;
+    let client = Client::open("redis://127.0.0.1:6379/").await?;
+    read_write(&client).await?;
+    client.close().await?;
     if std::env::args().any(|arg| arg == "--sentinel") {
         sentinel().await?;
     }

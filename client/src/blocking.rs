@@ -26,18 +26,19 @@
 //! ```
 
 use std::sync::Arc;
-use std::thread::ThreadId;
 use std::time::Duration;
 
 use crate::acquire::guard::Guard;
+pub use crate::blocking_guard::BlockingGuard;
 use crate::client::{Client, Owner};
 use crate::lock::Lock;
 use crate::pure::config::ClientOptions;
-use crate::pure::error::{Error, LossReason, Result};
-use crate::pure::holding::LostSignal;
+use crate::pure::error::{Error, Result};
 use crate::pure::info::LockInfo;
+use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
 use crate::pure::per_thread::{runtime, Rt, Threads};
+use crate::pure::rw_info::RwLockInfo;
 
 /// A blocking client; cheap to clone. Owner ids are per thread: `<client id>:<n>`.
 #[derive(Clone)]
@@ -91,10 +92,24 @@ impl BlockingClient {
 
     /// A lock on `name`, reentrant per thread.
     pub fn lock(&self, name: impl Into<String>) -> BlockingLock {
-        BlockingLock {
+        self.lock_of(Kind::Lock, name.into())
+    }
+
+    /// A read-write lock on `name`, reentrant per thread; see [`Client::rw_lock`].
+    pub fn rw_lock(&self, name: impl Into<String>) -> BlockingRwLock {
+        BlockingRwLock {
             client: self.clone(),
             key: name.into(),
-            options: LockOptions::new(),
+        }
+    }
+
+    fn lock_of(&self, kind: Kind, key: String) -> BlockingLock {
+        let (client, options) = (self.clone(), LockOptions::new());
+        BlockingLock {
+            client,
+            kind,
+            key,
+            options,
         }
     }
 
@@ -138,10 +153,41 @@ impl BlockingClient {
     }
 }
 
-/// A lock from [`BlockingClient::lock`].
+/// A read-write lock from [`BlockingClient::rw_lock`]; see [`RwLock`](crate::RwLock).
+#[derive(Debug, Clone)]
+pub struct BlockingRwLock {
+    client: BlockingClient,
+    key: String,
+}
+
+impl BlockingRwLock {
+    /// The lock's key.
+    pub fn name(&self) -> &str {
+        &self.key
+    }
+
+    /// The read side: read holds, shared; see [`RwLock::read`](crate::RwLock::read).
+    pub fn read(&self) -> BlockingLock {
+        self.client.lock_of(Kind::Read, self.key.clone())
+    }
+
+    /// The write side: write holds, exclusive; see [`RwLock::write`](crate::RwLock::write).
+    pub fn write(&self) -> BlockingLock {
+        self.client.lock_of(Kind::Write, self.key.clone())
+    }
+
+    /// The lock's state (`RWLOCK.INFO`), or `None` if nobody holds it.
+    pub fn info(&self) -> Result<Option<RwLockInfo>> {
+        let rw = self.client.client.rw_lock(&self.key);
+        self.client.rt.block_on(async move { rw.info().await })
+    }
+}
+
+/// A lock from [`BlockingClient::lock`], or a side of a [`BlockingRwLock`].
 #[derive(Debug, Clone)]
 pub struct BlockingLock {
     client: BlockingClient,
+    kind: Kind,
     key: String,
     options: LockOptions,
 }
@@ -174,7 +220,8 @@ impl BlockingLock {
 
     /// The lock, acquired as the calling thread's owner.
     fn as_thread(&self) -> Lock {
-        self.client.owner().lock(&self.key).options(self.options)
+        let lock = self.client.owner().lock(&self.key).of_kind(self.kind);
+        lock.options(self.options)
     }
 
     /// The calling thread's guard, counted; an acquisition that got none forgets the
@@ -193,97 +240,5 @@ impl BlockingLock {
             threads: threads.clone(),
             thread,
         }))
-    }
-}
-
-/// One hold taken through the blocking API. Dropping it releases the hold before `drop`
-/// returns (in the background if dropped inside an async runtime).
-#[derive(Debug)]
-#[must_use = "the lock is released when the guard is dropped"]
-pub struct BlockingGuard {
-    guard: Guard,
-    rt: Arc<Rt>,
-    threads: Arc<Threads>,
-    /// The thread that acquired it, whose owner id it holds.
-    thread: ThreadId,
-}
-
-impl BlockingGuard {
-    /// The fencing token; see [`Guard::token`].
-    pub fn token(&self) -> u64 {
-        self.guard.token()
-    }
-
-    /// The lock's key.
-    pub fn key(&self) -> &str {
-        self.guard.key()
-    }
-
-    /// The owner id (the acquiring thread's).
-    pub fn owner(&self) -> &str {
-        self.guard.owner()
-    }
-
-    /// True once the lock is known to be lost; see [`Guard::lost`].
-    pub fn is_lost(&self) -> bool {
-        self.guard.is_lost()
-    }
-
-    /// Why the lock was lost, if it was.
-    pub fn loss_reason(&self) -> Option<LossReason> {
-        self.guard.loss_reason()
-    }
-
-    /// The safe deadline; see [`Guard::valid_until`].
-    pub fn valid_until(&self) -> std::time::Instant {
-        self.guard.valid_until()
-    }
-
-    /// How long the lock is surely held from now; see [`Guard::remaining`].
-    pub fn remaining(&self) -> Duration {
-        self.guard.remaining()
-    }
-
-    /// A loss signal to hand to other threads or tasks; see [`Guard::lost_signal`].
-    pub fn lost_signal(&self) -> LostSignal {
-        self.guard.lost_signal()
-    }
-
-    /// Blocks until the lock is lost or `timeout` passes; the loss reason, if lost.
-    /// Inside an async runtime it cannot block, and answers `None`.
-    pub fn wait_lost(&self, timeout: Duration) -> Option<LossReason> {
-        let lost = async { Ok(tokio::time::timeout(timeout, self.guard.lost()).await.ok()) };
-        self.rt.block_on(lost).ok().flatten()
-    }
-
-    /// Runs `cmd` only while this holding is the lock's current one; see [`Guard::fenced`].
-    pub fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        self.rt.block_on(self.guard.fenced(cmd))
-    }
-
-    /// Releases this one hold; see [`Guard::release`]. Inside an async runtime it cannot
-    /// block: it fails with [`Error::InvalidArgument`], and the hold is released in the
-    /// background.
-    pub fn release(mut self) -> Result<u64> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            // Fails without blocking; `drop` releases in the background.
-            return self.rt.block_on(async { Ok(0) });
-        }
-        let release = self.guard.start_release();
-        self.rt.block_on(release)
-    }
-}
-
-impl Drop for BlockingGuard {
-    fn drop(&mut self) {
-        // Inside an async runtime blocking is not allowed: the guard's own drop releases in
-        // the background.
-        if !self.guard.is_released() && tokio::runtime::Handle::try_current().is_err() {
-            let release = self.guard.start_release();
-            if let Err(err) = self.rt.block_on(release) {
-                tracing::debug!(%err, "release of a dropped blocking guard failed");
-            }
-        }
-        self.threads.ended(self.thread, Some(()));
     }
 }

@@ -12,6 +12,7 @@ use crate::net::sentinel::Sentinels;
 use crate::pure::config::ClientOptions;
 use crate::pure::error::Result;
 use crate::pure::info::LockInfo;
+use crate::rw_lock::RwLock;
 
 /// A connection to a Redis server (or a Redis Cluster) with the rlock module, and the
 /// factory of its locks.
@@ -152,6 +153,14 @@ impl Client {
         Lock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
 
+    /// A read-write lock on `name` (the Redis key): its [`read`](RwLock::read) and
+    /// [`write`](RwLock::write) sides are owned by the acquiring task, as for
+    /// [`Client::lock`], so holds reenter per task. `name` is a read-write lock, not the
+    /// plain lock of the same name (the server refuses one family on the other's key).
+    pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
+        RwLock::new(self.core.clone(), self.server.clone(), name.into(), None)
+    }
+
     /// A new owner, `<client id>:<n>`, whatever task uses it: locks taken through it are
     /// reentrant (the same owner acquiring a lock it holds gets another hold on it, and needs
     /// as many releases). Share it (it is `Clone`) to share a holding between tasks, or take a
@@ -172,7 +181,9 @@ impl Client {
     /// Removes lock `name` whoever holds it (`LOCK.FORCERELEASE`, an admin command). True if a
     /// lock was removed. Its holder's guard notices at its next renewal.
     pub async fn force_release(&self, name: &str) -> Result<bool> {
-        self.core.force_release(name).await
+        self.core
+            .force_release(crate::pure::kind::Kind::Lock, name)
+            .await
     }
 
     /// Counters of the watchdog's work: rounds, round trips, renewals, losses.
@@ -254,6 +265,12 @@ impl Owner {
             name.into(),
             Some(self.id.clone()),
         )
+    }
+
+    /// Read-write lock `name`, acquired as this owner.
+    pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
+        let (core, server) = (self.core.clone(), self.server.clone());
+        RwLock::new(core, server, name.into(), Some(self.id.clone()))
     }
 
     /// An owner with the id `id` on `client` (for example one owner per thread).

@@ -34,6 +34,11 @@
 //!   by its tokio task (see [`Client::lock`]), so nested acquisitions in one task reenter and
 //!   other tasks wait; an [`Owner`] shares a holding between tasks; the [`blocking`] API is
 //!   reentrant per thread.
+//! - **Read-write locks**: [`Client::rw_lock`] gives an [`RwLock`] (the module's
+//!   `RWLOCK.*` commands) whose [`read`](RwLock::read) and [`write`](RwLock::write) sides
+//!   are [`Lock`]s with all of the above: shared read holds, an exclusive write hold, FIFO
+//!   service (a queued writer is not overtaken by later readers), downgrade, and a refused
+//!   upgrade ([`Error::Upgrade`]).
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
 //! - **Redis Sentinel**: opened on the sentinels of a master, the client follows the master
@@ -212,12 +217,14 @@
 
 mod acquire;
 pub mod blocking;
+mod blocking_guard;
 mod client;
 mod core;
 mod hold;
 mod lock;
 mod net;
 mod pure;
+mod rw_lock;
 mod several;
 
 /// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
@@ -236,6 +243,8 @@ pub use pure::error::{Error, LossReason, Result};
 pub use pure::holding::LostSignal;
 pub use pure::info::LockInfo;
 pub use pure::options::{LockOptions, DEFAULT_LEASE};
+pub use pure::rw_info::{RwHolder, RwLockInfo, RwMode};
+pub use rw_lock::RwLock;
 pub use several::multi::{MultiGuard, MultiLock};
 pub use several::redlock::RedLock;
 pub use several::redlock_guard::RedLockGuard;

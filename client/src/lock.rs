@@ -12,16 +12,24 @@ use crate::core::shared::Core;
 use crate::pure::error::{Error, Result};
 use crate::pure::holding::LostSignal;
 use crate::pure::info::LockInfo;
+use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
 
 /// A lock on one Redis key, from [`Client::lock`] (owned by the acquiring task: reentrant per
 /// task) or [`Owner::lock`](crate::Owner::lock) (owned by that owner).
 ///
+/// The read and the write side of a read-write lock ([`RwLock::read`],
+/// [`RwLock::write`]) are `Lock`s too: they are acquired, waited for, renewed and released
+/// the same way, with `RWLOCK.*` commands.
+///
 /// [`Client::lock`]: crate::Client::lock
+/// [`RwLock::read`]: crate::RwLock::read
+/// [`RwLock::write`]: crate::RwLock::write
 #[derive(Clone)]
 pub struct Lock {
     core: Arc<Core>,
     server: Arc<str>,
+    kind: Kind,
     key: String,
     owner: Option<Arc<str>>,
     options: LockOptions,
@@ -32,6 +40,7 @@ impl fmt::Debug for Lock {
         f.debug_struct("Lock")
             .field("server", &self.server)
             .field("key", &self.key)
+            .field("kind", &self.kind)
             .field("owner", &self.owner)
             .field("options", &self.options)
             .finish()
@@ -48,10 +57,17 @@ impl Lock {
         Lock {
             core,
             server,
+            kind: Kind::Lock,
             key,
             owner,
             options: LockOptions::new(),
         }
+    }
+
+    /// The same lock, taking holds of `kind` (a read or a write hold of a read-write lock).
+    pub(crate) fn of_kind(mut self, kind: Kind) -> Lock {
+        self.kind = kind;
+        self
     }
 
     /// The lock's key.
@@ -155,7 +171,9 @@ impl Lock {
         }
     }
 
-    /// The lock's state on the server (`LOCK.INFO`), or `None` if it is free.
+    /// The lock's state on the server (`LOCK.INFO`), or `None` if it is free. (For the read
+    /// or the write side of a read-write lock, the server refuses `LOCK.INFO` with
+    /// `WRONGTYPE`: use [`RwLock::info`](crate::RwLock::info).)
     pub async fn info(&self) -> Result<Option<LockInfo>> {
         self.core.info(&self.key).await
     }
@@ -173,6 +191,7 @@ impl Lock {
             Some(id) => id.to_string(),
             None => crate::pure::per_thread::caller_owner(self.core.id()),
         };
-        cancel_safe::acquire(&self.core, &self.key, owner, self.options, limit).await
+        let what = (self.kind, self.key.as_str());
+        cancel_safe::acquire(&self.core, what, owner, self.options, limit).await
     }
 }

@@ -17,9 +17,10 @@ const LAYERS: Layers = &[
     (
         "pure",
         &[
-            &["error"],
+            &["error", "kind"],
             &[
-                "options", "config", "slots", "info", "commands", "holding", "quorum", "pair",
+                "options", "config", "slots", "info", "rw_info", "commands", "holding", "quorum",
+                "pair",
             ],
             &["turns", "per_thread"],
         ],
@@ -47,7 +48,16 @@ const LAYERS: Layers = &[
             &["cancel_safe"],
         ],
     ),
-    ("", &[&["lock"], &["client"], &["blocking"]]),
+    (
+        "",
+        &[
+            &["lock"],
+            &["rw_lock"],
+            &["client"],
+            &["blocking_guard"],
+            &["blocking"],
+        ],
+    ),
     (
         "several",
         &[

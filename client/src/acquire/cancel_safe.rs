@@ -30,17 +30,19 @@ use crate::core::shared::Core;
 use crate::net::pool::WaitConn;
 use crate::pure::commands;
 use crate::pure::error::{Error, Result};
+use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
 use crate::pure::turns::Turn;
 
 /// The pause before an unlimited wait that ended without the lock is made again.
 const REWAIT_PAUSE: Duration = Duration::from_millis(10);
 
-/// Acquires `key` as `owner`, waiting up to `limit` (`None`: without limit), in this
-/// future, or in a task of its own once it is dropped: dropping it leaks no hold.
+/// Acquires a hold of `kind` on `key` as `owner`, waiting up to `limit` (`None`: without
+/// limit), in this future, or in a task of its own once it is dropped: dropping it leaks no
+/// hold.
 pub(crate) async fn acquire(
     core: &Arc<Core>,
-    key: &str,
+    (kind, key): (Kind, &str),
     owner: String,
     options: LockOptions,
     limit: Option<Duration>,
@@ -48,6 +50,7 @@ pub(crate) async fn acquire(
     let (reply, outcome) = oneshot::channel();
     let task = Acquisition {
         core: core.clone(),
+        kind,
         key: key.to_owned(),
         owner,
         options,
@@ -68,6 +71,7 @@ type Granted = (u64, Instant, Option<WaitConn>);
 /// One acquisition, run in its caller's future (or in a task once that is dropped).
 struct Acquisition {
     core: Arc<Core>,
+    kind: Kind,
     key: String,
     owner: String,
     options: LockOptions,
@@ -104,7 +108,8 @@ impl Acquisition {
         let Some((token, at, conn)) = self.attempt(deadline, turn).await? else {
             return Ok(None);
         };
-        let guard = Guard::new(&self.core, &self.key, &self.owner, token, self.options, at);
+        let held = (self.kind, self.key.as_str(), self.owner.as_str());
+        let guard = Guard::new(&self.core, held, token, self.options, at);
         if self.core.is_closed() {
             // `close` ran while this grant was on its way: it is not kept.
             drop(guard.release().await);
@@ -134,7 +139,8 @@ impl Acquisition {
                 Ok(granted) => return Ok(granted),
                 Err(err) => err,
             };
-            let attempt = wait_of(&self.core, &self.key, &self.owner, &self.options, deadline);
+            let held = (self.kind, self.key.as_str(), self.owner.as_str());
+            let attempt = wait_of(&self.core, held, &self.options, deadline);
             match attempt.after_error(&err, &mut setbacks).await {
                 Next::Adopt(token, at) => return Ok(Some((token, at, None))),
                 Next::Retry(pause) if !self.reply.is_closed() => sleep(pause).await,
@@ -159,7 +165,8 @@ impl Acquisition {
             return Ok(None);
         }
         tracing::debug!(key = %self.key, owner = %self.owner, "lock busy; waiting");
-        let waiting = wait_of(&self.core, &self.key, &self.owner, &self.options, deadline);
+        let held = (self.kind, self.key.as_str(), self.owner.as_str());
+        let waiting = wait_of(&self.core, held, &self.options, deadline);
         loop {
             turn.set_queued(true);
             let waited = wait_once(&waiting, &self.options, &mut self.reply).await;
@@ -195,7 +202,7 @@ impl Acquisition {
     /// blocks the connection it runs on, and must run on the one that wrote.
     async fn try_once(&mut self) -> Result<Option<Granted>> {
         let sent = Instant::now();
-        let cmd = commands::acquire(&self.key, &self.owner, self.options.lease_ms());
+        let cmd = commands::acquire(self.kind, &self.key, &self.owner, self.options.lease_ms());
         let (reply, own) = match self.options.required_replicas() {
             Some(_) => {
                 let (reply, own) = self.core.query_own(&self.key, &cmd).await?;
@@ -221,13 +228,13 @@ impl Acquisition {
 /// function of the fields it needs, so that the acquisition's reply channel stays free.
 fn wait_of<'a>(
     core: &'a Core,
-    key: &'a str,
-    owner: &'a str,
+    (kind, key, owner): (Kind, &'a str, &'a str),
     options: &LockOptions,
     deadline: Option<Instant>,
 ) -> Wait<'a> {
     Wait {
         core,
+        kind,
         key,
         owner,
         lease_ms: options.lease_ms(),

@@ -10,6 +10,7 @@ use crate::hold::registry::{Grant, Holding};
 use crate::pure::commands;
 use crate::pure::error::{Error, LossReason, Result};
 use crate::pure::holding::{Fence, Fenced, LostSignal};
+use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
 
 /// One hold on a lock. While it lives, the client's watchdog renews the lock (unless it was
@@ -22,6 +23,8 @@ use crate::pure::options::LockOptions;
 pub struct Guard {
     core: Arc<Core>,
     holding: Arc<Holding>,
+    /// What this hold is: of a plain lock, or a read or a write hold.
+    kind: Kind,
     watchdog: bool,
     released: bool,
 }
@@ -40,8 +43,7 @@ impl fmt::Debug for Guard {
 impl Guard {
     pub(crate) fn new(
         core: &Arc<Core>,
-        key: &str,
-        owner: &str,
+        (kind, key, owner): (Kind, &str, &str),
         token: u64,
         options: LockOptions,
         at: Instant,
@@ -50,6 +52,7 @@ impl Guard {
         let grant = Grant {
             key,
             owner,
+            kind,
             token,
             lease: options.lease_duration(),
             watchdog,
@@ -58,6 +61,7 @@ impl Guard {
         Guard {
             holding: core.register(&grant),
             core: core.clone(),
+            kind,
             watchdog,
             released: false,
         }
@@ -112,6 +116,7 @@ impl Guard {
         let fence = Arc::new(Fencer {
             core: Arc::downgrade(&self.core),
             holding: self.holding.clone(),
+            kind: self.kind,
         });
         LostSignal::new(&self.holding, fence)
     }
@@ -141,8 +146,9 @@ impl Guard {
     }
 
     /// Releases this one hold. Returns the holds that remain for the owner (0: the lock is
-    /// free, or handed to the next waiter). Fails with [`Error::Lost`] if the lock was lost
-    /// before the release.
+    /// free, or handed to the next waiter; for a read-write lock, those of this guard's mode:
+    /// 0 after the last write hold is a downgrade if read holds remain). Fails with
+    /// [`Error::Lost`] if the lock was lost before the release.
     ///
     /// The renewal stops before the `LOCK.RELEASE` is sent: no `LOCK.RENEW` for this hold
     /// reaches the server after it. The release carries the holding's token, so it cannot
@@ -155,7 +161,7 @@ impl Guard {
     /// Marks the guard released, stops the renewal now, and returns the (spawned) release.
     pub(crate) fn start_release(&mut self) -> impl std::future::Future<Output = Result<u64>> {
         self.released = true;
-        let job = release_job(&self.core, &self.holding, self.watchdog);
+        let job = release_job(&self.core, &self.holding, self.kind, self.watchdog);
         let task = self.core.spawn(job);
         async move {
             task.await
@@ -187,24 +193,28 @@ impl Guard {
     /// # }
     /// ```
     pub async fn fenced<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
-        fenced(&self.core, &self.holding, cmd).await
+        fenced(&self.core, &self.holding, self.kind, cmd).await
     }
 }
 
-/// `cmd` run fenced by `holding`; a holding the server says is gone is lost from then on.
+/// `cmd` run fenced by `holding`; a holding the server says is gone is lost from then on,
+/// but a read hold's `NOTHELD` (its owner holds no write hold) is [`Error::NotHeld`] alone.
 async fn fenced<T: redis::FromRedisValue>(
     core: &Core,
     holding: &Holding,
+    kind: Kind,
     cmd: &redis::Cmd,
 ) -> Result<T> {
-    let fenced = commands::fenced(&holding.key, &holding.owner, holding.token, cmd);
-    let answer = core.query(&holding.key, &fenced).await;
+    let (key, owner) = (&holding.key, &holding.owner);
+    let fenced = commands::fenced(key, owner, holding.token, cmd);
+    let answer = core.query(key, &fenced).await;
     answer.map_err(|err| match err.code() {
+        Some("NOTHELD") if kind == Kind::Read => Error::from_command(err, key, owner),
         Some("NOTHELD" | "FENCED") => {
             core.mark_lost(holding, LossReason::NotHeld);
             lost_error(holding, LossReason::NotHeld)
         }
-        _ => Error::from_command(err, &holding.key, &holding.owner),
+        _ => Error::from_command(err, key, owner),
     })
 }
 
@@ -213,6 +223,7 @@ async fn fenced<T: redis::FromRedisValue>(
 struct Fencer {
     core: Weak<Core>,
     holding: Arc<Holding>,
+    kind: Kind,
 }
 
 impl Fence for Fencer {
@@ -220,7 +231,7 @@ impl Fence for Fencer {
         let core = self.core.upgrade();
         Box::pin(async move {
             let core = core.ok_or(Error::Closed)?;
-            fenced(&core, &self.holding, cmd).await
+            fenced(&core, &self.holding, self.kind, cmd).await
         })
     }
 }
@@ -229,7 +240,7 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if !self.released {
             tracing::debug!(key = %self.key(), owner = %self.owner(), "guard dropped; releasing in the background");
-            let job = release_job(&self.core, &self.holding, self.watchdog);
+            let job = release_job(&self.core, &self.holding, self.kind, self.watchdog);
             drop(self.core.spawn(job));
         }
     }
@@ -239,6 +250,7 @@ impl Drop for Guard {
 fn release_job(
     core: &Arc<Core>,
     holding: &Arc<Holding>,
+    kind: Kind,
     watchdog: bool,
 ) -> impl std::future::Future<Output = Result<u64>> + Send + 'static {
     let counted = core.unregister(holding, watchdog);
@@ -248,7 +260,7 @@ fn release_job(
             let reason = holding.lost_reason().unwrap_or(LossReason::NotHeld);
             return Err(lost_error(&holding, reason));
         }
-        let outcome = send_release(&core, &holding).await;
+        let outcome = send_release(&core, &holding, kind).await;
         // Answered (or not sent): the server's count no longer includes this hold. One
         // without an answer may still run: it stays counted until the holding changes.
         let io = matches!(&outcome, Err(Error::Redis(e)) if e.is_io_error());
@@ -261,7 +273,7 @@ fn release_job(
 
 /// The `LOCK.RELEASE` of one hold that the registry forgot, unless the server said the
 /// holding is not ours.
-async fn send_release(core: &Core, holding: &Holding) -> Result<u64> {
+async fn send_release(core: &Core, holding: &Holding, kind: Kind) -> Result<u64> {
     // A renewal round may be on its way with this lock in it: let it land first.
     core.quiesce().await;
     let lost = holding.lost_reason();
@@ -270,7 +282,7 @@ async fn send_release(core: &Core, holding: &Holding) -> Result<u64> {
         return Err(lost_error(holding, reason));
     }
     let answer = core
-        .release(&holding.key, &holding.owner, holding.token)
+        .release(kind, &holding.key, &holding.owner, holding.token)
         .await
         .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
     match (answer, lost) {

@@ -132,7 +132,7 @@ impl Wait<'_> {
     /// failover (the failed master's grant is lost with it, or found on the new one by
     /// the next check).
     async fn adopt_or(&self, otherwise: Next, setbacks: &mut Setbacks) -> Next {
-        let token = match unreported_grant(self.core, self.key, self.owner).await {
+        let token = match unreported_grant(self.core, self.kind, self.key, self.owner).await {
             Ok(Some(token)) => token,
             Ok(None) => return otherwise,
             Err(err) => {
@@ -158,10 +158,11 @@ impl Wait<'_> {
         }
     }
 
-    /// `LOCK.RENEW ... TOKEN token`: `Some(send time)` if the holding is still ours.
+    /// `LOCK.RENEW ... TOKEN token` (`RWLOCK.RENEW`): `Some(send time)` if the holding is
+    /// still ours.
     pub(crate) async fn renew(&self, token: u64) -> Result<Option<Instant>> {
         let sent = Instant::now();
-        let cmd = commands::renew(self.key, self.owner, self.lease_ms, token);
+        let cmd = commands::renew(self.kind, self.key, self.owner, self.lease_ms, token);
         let renewed = self.core.query_again(self.key, &cmd).await;
         let renewed: i64 = renewed.map_err(Error::from)?;
         Ok((renewed == 1).then_some(sent))

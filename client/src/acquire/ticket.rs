@@ -1,4 +1,5 @@
-//! A wait as a ticket: `LOCK.WAIT` on the node's wait connection (`tickets.rs`), then the
+//! A wait as a ticket: `LOCK.WAIT` (`RWLOCK.WAIT` for a read or a write hold, whose outcome
+//! comes the same way) on the node's wait connection (`tickets.rs`), then the
 //! outcome the server pushes for its wait id, read from a oneshot. No connection and no
 //! task of its own: the acquisition awaits the oneshot.
 //!
@@ -61,8 +62,8 @@ pub(crate) enum Waited {
 struct Ticket {
     channel: Arc<Channel>,
     id: u64,
-    key: String,
-    owner: String,
+    /// The wait's key, owner and kind: a grant to release (its token set then).
+    wait: Orphan,
     receiver: oneshot::Receiver<Outcome>,
     settled: bool,
 }
@@ -80,7 +81,10 @@ impl Wait<'_> {
 
     async fn ticket_once<T>(&self, caller: &mut oneshot::Sender<T>) -> Result<Waited> {
         let never = std::future::pending::<std::convert::Infallible>();
-        let make = || commands::wait_ticket(self.key, self.owner, self.lease_ms, self.wait_ms());
+        let make = || {
+            let wait_ms = self.wait_ms();
+            commands::wait_ticket(self.kind, self.key, self.owner, self.lease_ms, wait_ms)
+        };
         let (reply, carried) = match self.core.send_ticket(self.key, make, never).await {
             Err(err) if Tickets::unsupported(&err) => return Ok(Waited::Unsupported),
             Err(err) => return Err(Error::from_command(err, self.key, self.owner)),
@@ -130,12 +134,24 @@ impl Wait<'_> {
         id: u64,
         caller: &mut oneshot::Sender<T>,
     ) -> Result<Waited> {
-        let receiver = match channel.mailbox().claim(id, self.key, self.owner) {
+        let receiver = match channel.mailbox().claim(id, self.key, self.owner, self.kind) {
             Claim::Ended(outcome) => return self.ended(outcome),
             Claim::Waiting(receiver) => receiver,
         };
-        let (key, owner) = (self.key.to_owned(), self.owner.to_owned());
-        let mut ticket = Ticket::new(channel, id, key, owner, receiver);
+        let (key, owner, kind) = (self.key.to_owned(), self.owner.to_owned(), self.kind);
+        let wait = Orphan {
+            key,
+            owner,
+            kind,
+            token: 0,
+        };
+        let mut ticket = Ticket {
+            channel,
+            id,
+            wait,
+            receiver,
+            settled: false,
+        };
         let grace = self.core.options().wait_grace_duration();
         let overdue = self.deadline.map(|d| d + grace);
         let late = async {
@@ -216,7 +232,11 @@ impl Wait<'_> {
         };
         ticket.finish();
         if let Some(token) = token {
-            match self.core.release(self.key, self.owner, token).await {
+            match self
+                .core
+                .release(self.kind, self.key, self.owner, token)
+                .await
+            {
                 Ok(_) => {
                     tracing::debug!(key = %self.key, token, "released a grant that crossed a cancel")
                 }
@@ -237,31 +257,19 @@ impl Wait<'_> {
 }
 
 impl Ticket {
-    fn new(
-        channel: Arc<Channel>,
-        id: u64,
-        key: String,
-        owner: String,
-        receiver: oneshot::Receiver<Outcome>,
-    ) -> Ticket {
-        let settled = false;
-        Ticket {
-            channel,
-            id,
-            key,
-            owner,
-            receiver,
-            settled,
-        }
-    }
-
     /// The cancel was answered: the wait id leaves the mailbox, and nothing comes for it.
     fn finish(mut self) {
         let mut mailbox = self.channel.mailbox();
-        if mailbox.forsake(self.id, &self.key, &self.owner) {
+        if mailbox.forsake(self.id, &self.wait.key, &self.wait.owner) {
             mailbox.settled(self.id);
         }
         self.settled = true;
+    }
+
+    /// This ticket's grant with `token`, to release.
+    fn orphan(&self, token: u64) -> Orphan {
+        let wait = self.wait.clone();
+        Orphan { token, ..wait }
     }
 }
 
@@ -273,17 +281,15 @@ impl Drop for Ticket {
         let forsaken = self
             .channel
             .mailbox()
-            .forsake(self.id, &self.key, &self.owner);
+            .forsake(self.id, &self.wait.key, &self.wait.owner);
         if !forsaken {
             // Its outcome reached the oneshot before the forsake.
             self.receiver.close();
             if let Ok(Outcome::Granted(token)) = self.receiver.try_recv() {
-                let (key, owner) = (self.key.clone(), self.owner.clone());
-                self.channel.release_orphan(Orphan { key, owner, token });
+                self.channel.release_orphan(self.orphan(token));
             }
             return;
         }
-        self.channel
-            .cancel_in_background(self.id, &self.key, &self.owner);
+        self.channel.cancel_in_background(self.id, self.orphan(0));
     }
 }

@@ -26,6 +26,7 @@ use crate::net::pool::WaitConn;
 use crate::net::router::Sent;
 use crate::pure::commands;
 use crate::pure::error::{timed_out, Error, Result};
+use crate::pure::kind::Kind;
 
 /// Why a wait was given up before its reply.
 enum Stop {
@@ -40,6 +41,8 @@ enum Stop {
 /// One wait for `key` as `owner`.
 pub(crate) struct Wait<'a> {
     pub(crate) core: &'a Core,
+    /// What it waits for: a plain lock, a read or a write hold.
+    pub(crate) kind: Kind,
     pub(crate) key: &'a str,
     pub(crate) owner: &'a str,
     pub(crate) lease_ms: u64,
@@ -112,7 +115,7 @@ impl Wait<'_> {
                 crate::pure::options::ceil_ms(d.saturating_duration_since(Instant::now())).max(1)
             }
         };
-        commands::acquire_waiting(self.key, self.owner, self.lease_ms, wait_ms)
+        commands::acquire_waiting(self.kind, self.key, self.owner, self.lease_ms, wait_ms)
     }
 
     /// Ends the wait by killing its connection, then releases a grant that crossed the kill.
@@ -133,7 +136,7 @@ impl Wait<'_> {
                 tracing::warn!(key = %self.key, %err, "CLIENT KILL failed; closing the wait connection")
             }
         }
-        release_unreported(self.core, self.key, self.owner).await;
+        release_unreported(self.core, self.kind, self.key, self.owner).await;
     }
 }
 
@@ -170,14 +173,14 @@ async fn interruption<T>(
 /// A `LOCK.ACQUIRE` by `owner` on `key` may have been granted without its reply reaching us:
 /// release the one hold the server counts beyond those this client knows of. Called only
 /// by an acquisition that has the turn of `(key, owner)` (see `turns.rs`), so no other
-/// acquisition's grant can be counted as unknown.
-pub(crate) async fn release_unreported(core: &Core, key: &str, owner: &str) {
-    let token = match unreported_grant(core, key, owner).await {
+/// acquisition's grant can be counted as unknown: the hold is of that acquisition's `kind`.
+pub(crate) async fn release_unreported(core: &Core, kind: Kind, key: &str, owner: &str) {
+    let token = match unreported_grant(core, kind, key, owner).await {
         Ok(Some(token)) => token,
         Ok(None) => return,
         Err(err) => return tracing::warn!(key, %err, "could not check the lock after a lost reply"),
     };
-    match core.release(key, owner, token).await {
+    match core.release(kind, key, owner, token).await {
         Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
         Err(err) => {
             tracing::warn!(key, owner, %err, "could not release a hold granted without a reply")
@@ -187,18 +190,23 @@ pub(crate) async fn release_unreported(core: &Core, key: &str, owner: &str) {
 
 /// The token of a hold the server counts for `owner` on `key` beyond those this client
 /// knows of (a grant whose reply was lost), if there is one; same condition as
-/// [`release_unreported`].
+/// [`release_unreported`]. (A read-write lock's holder is counted with its read and write
+/// holds together, as the client counts its guards.)
 ///
 /// The known holds are read before `LOCK.INFO`: a release that lands in between lowers the
 /// server's count, so a hold is never taken for a lost grant; only the acquisition holding
 /// the turn can add one.
-pub(crate) async fn unreported_grant(core: &Core, key: &str, owner: &str) -> Result<Option<u64>> {
+pub(crate) async fn unreported_grant(
+    core: &Core,
+    kind: Kind,
+    key: &str,
+    owner: &str,
+) -> Result<Option<u64>> {
     let known = core.known(key, owner);
-    let info = match core.info(key).await? {
-        Some(info) if info.owner == owner => info,
-        _ => return Ok(None),
+    let Some((token, holds)) = core.counted(kind, key, owner).await? else {
+        return Ok(None);
     };
-    let same = known.iter().filter(|(token, _)| *token == info.token);
+    let same = known.iter().filter(|(known, _)| *known == token);
     let known: usize = same.map(|(_, holds)| holds).sum();
-    Ok((info.holds > known as u64).then_some(info.token))
+    Ok((holds > known as u64).then_some(token))
 }

@@ -11,6 +11,7 @@ use crate::hold::watchdog::WatchdogStats;
 use crate::net::router::Router;
 use crate::pure::commands;
 use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::kind::Kind;
 use crate::pure::turns::Turn;
 
 impl Core {
@@ -85,17 +86,39 @@ impl Core {
 }
 
 /// Sends `holds` releases of `holding`, stopping when the server says it is free or not held.
+/// The holding of a read-write lock is released write holds first, then read holds (the
+/// registry counts its holds, not their modes).
 async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize) -> Result<()> {
+    let modes: &[Kind] = match holding.kind {
+        Kind::Lock => &[Kind::Lock],
+        Kind::Read | Kind::Write => &[Kind::Write, Kind::Read],
+    };
+    let mut left = holds;
+    for &kind in modes {
+        left -= release_mode(&router, &holding, kind, left).await?;
+    }
+    tracing::debug!(key = %holding.key, owner = %holding.owner, holds, "released at close");
+    Ok(())
+}
+
+/// Sends up to `most` releases of `kind`'s holds of `holding`, until the server says none
+/// of that kind is left; how many holds it released.
+async fn release_mode(
+    router: &Router,
+    holding: &Holding,
+    kind: Kind,
+    most: usize,
+) -> Result<usize> {
     let (key, owner) = (&holding.key, &holding.owner);
-    let cmd = commands::release(key, owner, holding.token);
-    for _ in 0..holds {
+    let cmd = commands::release(kind, key, owner, holding.token);
+    for released in 0..most {
         let answer = router.query_fresh::<u64>(key, &cmd).await;
         match answer.map_err(|e| Error::from_command(e, key, owner)) {
-            Ok(0) | Err(Error::NotHeld { .. }) => return Ok(()),
+            Ok(0) => return Ok(released + 1),
+            Err(Error::NotHeld { .. }) => return Ok(released),
             Ok(_) => {}
             Err(err) => return Err(err),
         }
     }
-    tracing::debug!(%key, %owner, holds, "released at close");
-    Ok(())
+    Ok(most)
 }

@@ -1,6 +1,7 @@
 //! The commands a client sends through its `Core`: on the shared connection of the node that
 //! serves a key, on a wait connection of its own or the node's ticket connection, and the
-//! lock's administration (`LOCK.INFO`, `LOCK.FORCERELEASE`, `LOCK.RELEASE`).
+//! lock's administration (`LOCK.INFO`, `LOCK.FORCERELEASE`, `LOCK.RELEASE`, and their
+//! `RWLOCK.*` twins).
 
 use std::future::Future;
 
@@ -13,6 +14,8 @@ use crate::net::tickets::{Carried, Tickets};
 use crate::pure::commands;
 use crate::pure::error::{timed_out, Error, Result};
 use crate::pure::info::LockInfo;
+use crate::pure::kind::Kind;
+use crate::pure::rw_info::RwLockInfo;
 
 impl Core {
     /// `cmd` on `key`, over the shared connection of the node that serves it.
@@ -112,20 +115,59 @@ impl Core {
 
     /// `LOCK.INFO name`: the lock's state, or `None` if it is free.
     pub(crate) async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
-        let reply = self.query_again(name, &commands::info(name)).await;
+        let reply = self
+            .query_again(name, &commands::info(Kind::Lock, name))
+            .await;
         let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
         Ok(LockInfo::from_reply(reply)?)
     }
 
-    /// `LOCK.FORCERELEASE name`: true if a lock was removed.
-    pub(crate) async fn force_release(&self, name: &str) -> Result<bool> {
-        let removed: i64 = self.admin(name, &commands::force_release(name)).await?;
+    /// `RWLOCK.INFO name`: the read-write lock's state, or `None` if it is free.
+    pub(crate) async fn rw_info(&self, name: &str) -> Result<Option<RwLockInfo>> {
+        let reply = self
+            .query_again(name, &commands::info(Kind::Read, name))
+            .await;
+        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        Ok(RwLockInfo::from_reply(reply)?)
+    }
+
+    /// `owner`'s holding of `key` as the server counts it, whatever the family of `kind`:
+    /// its token and its holds (read and write holds together), or `None`.
+    pub(crate) async fn counted(
+        &self,
+        kind: Kind,
+        key: &str,
+        owner: &str,
+    ) -> Result<Option<(u64, u64)>> {
+        if !kind.is_rw() {
+            let info = self.info(key).await?;
+            let info = info.filter(|info| info.owner == owner);
+            return Ok(info.map(|info| (info.token, info.holds)));
+        }
+        let info = self.rw_info(key).await?;
+        let holder = info.as_ref().and_then(|info| info.holder(owner));
+        Ok(holder.map(|h| (h.token, h.reads + h.writes)))
+    }
+
+    /// `LOCK.FORCERELEASE name` (`RWLOCK.FORCERELEASE` for a read-write lock): true if a
+    /// lock was removed.
+    pub(crate) async fn force_release(&self, kind: Kind, name: &str) -> Result<bool> {
+        let removed: i64 = self
+            .admin(name, &commands::force_release(kind, name))
+            .await?;
         Ok(removed == 1)
     }
 
-    /// `LOCK.RELEASE key owner TOKEN token`: the holds that remain.
-    pub(crate) async fn release(&self, key: &str, owner: &str, token: u64) -> RedisResult<u64> {
-        let cmd = commands::release(key, owner, token);
+    /// `LOCK.RELEASE key owner TOKEN token` (`RWLOCK.RELEASE key owner MODE ...`): the
+    /// holds that remain (of that mode).
+    pub(crate) async fn release(
+        &self,
+        kind: Kind,
+        key: &str,
+        owner: &str,
+        token: u64,
+    ) -> RedisResult<u64> {
+        let cmd = commands::release(kind, key, owner, token);
         self.router.query_fresh(key, &cmd).await
     }
 

@@ -12,6 +12,7 @@ use crate::hold::releasing::Releasing;
 use crate::pure::error::LossReason;
 use crate::pure::holding::safe_deadline;
 pub(crate) use crate::pure::holding::Holding;
+use crate::pure::kind::Kind;
 use crate::pure::pair::Id;
 
 /// A grant from the server, to be recorded.
@@ -19,6 +20,7 @@ use crate::pure::pair::Id;
 pub(crate) struct Grant<'a> {
     pub(crate) key: &'a str,
     pub(crate) owner: &'a str,
+    pub(crate) kind: Kind, // a plain lock, a read or a write hold
     pub(crate) token: u64,
     pub(crate) lease: Duration,
     pub(crate) watchdog: bool,
@@ -116,7 +118,7 @@ impl Registry {
             if e.current.token == g.token {
                 // Reentry: the server counted one more hold and reset the lease.
                 if e.current.lost_reason().is_some() {
-                    e.current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
+                    e.current = Holding::new((g.key, g.owner, g.kind), g.token, deadline, &losses);
                     (e.set_at, e.set_lease) = (g.at, g.lease);
                     e.set_answered = Instant::now();
                 } else {
@@ -133,7 +135,7 @@ impl Registry {
             // A new token for the same owner: the holding we knew of is gone on the server.
             e.current.mark_lost(LossReason::NotHeld);
         }
-        let current = Holding::new(g.key, g.owner, g.token, deadline, &losses);
+        let current = Holding::new((g.key, g.owner, g.kind), g.token, deadline, &losses);
         self.releasing.holding_changed(g.key, g.owner, g.token);
         let entry = Entry {
             current: current.clone(),

@@ -9,6 +9,7 @@ fn grant(owner: &str, token: u64, watchdog: bool, at: Instant) -> Grant<'_> {
     Grant {
         key: "k",
         owner,
+        kind: Kind::Lock,
         token,
         lease: LEASE,
         watchdog,

@@ -1,4 +1,5 @@
-//! The round trips of one watchdog round: one pipeline of `LOCK.RENEW` per node.
+//! The round trips of one watchdog round: one pipeline of `LOCK.RENEW` (and `RWLOCK.RENEW`)
+//! per node.
 //!
 //! In a Redis Cluster the renewals are grouped by the node that serves each key's slot (as
 //! the client knows it), and the nodes' pipelines run at the same time, each one round trip
@@ -139,8 +140,9 @@ async fn resend_redirected(
     }
 }
 
-/// `LOCK.RENEW key owner LEASE ms TOKEN t` for one renewal.
+/// `LOCK.RENEW key owner LEASE ms TOKEN t` for one renewal (`RWLOCK.RENEW ...` for the
+/// holding of a read-write lock, in the same pipeline).
 fn renew_command(r: &Renewal) -> redis::Cmd {
     let h = &r.holding;
-    commands::renew(&h.key, &h.owner, ceil_ms(r.lease), h.token)
+    commands::renew(h.kind, &h.key, &h.owner, ceil_ms(r.lease), h.token)
 }

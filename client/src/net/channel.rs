@@ -196,8 +196,8 @@ impl Channel {
         };
         let node = self.node.clone();
         runtime.spawn(async move {
-            let Orphan { key, owner, token } = orphan;
-            let cmd = commands::release(&key, &owner, token);
+            let (key, owner, token) = (&orphan.key, &orphan.owner, orphan.token);
+            let cmd = commands::release(orphan.kind, key, owner, token);
             match node.query_fresh::<u64>(&cmd).await {
                 Ok(_) => {
                     tracing::debug!(key, owner, token, "released a grant for a cancelled wait")
@@ -227,18 +227,21 @@ impl Channel {
 
     /// Sends `LOCK.CANCEL key id` for a wait given up without awaiting the answer (see
     /// `ticket.rs`): its answer settles the id, or hands over a grant to release. A cancel
-    /// that fails closes the connection, which ends the wait on the server.
-    pub(crate) fn cancel_in_background(self: &Arc<Self>, id: u64, key: &str, owner: &str) {
+    /// that fails closes the connection, which ends the wait on the server. `wait` is the
+    /// wait's key, owner and kind; a grant's token is set from the answer.
+    pub(crate) fn cancel_in_background(self: &Arc<Self>, id: u64, mut wait: Orphan) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (channel, key, owner) = (self.clone(), key.to_owned(), owner.to_owned());
+        let channel = self.clone();
         runtime.spawn(async move {
+            let key = wait.key.clone();
             match channel.cancel(&key, id).await {
                 Ok(Some(0)) => channel.mailbox().settled(id),
                 Ok(Some(token)) => {
                     channel.mailbox().settled(id);
-                    channel.release_orphan(Orphan { key, owner, token });
+                    wait.token = token;
+                    channel.release_orphan(wait);
                 }
                 // Nil: the outcome went out; the reader releases a grant.
                 Ok(None) => {}

@@ -33,6 +33,8 @@ use std::collections::{BTreeMap, HashMap};
 use redis::{RedisError, Value};
 use tokio::sync::oneshot;
 
+use crate::pure::kind::Kind;
+
 /// How one ticket ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -64,10 +66,12 @@ pub(crate) enum Claim {
 }
 
 /// A grant that came for a cancelled wait: its lock is to be released.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Orphan {
     pub(crate) key: String,
     pub(crate) owner: String,
+    /// What the wait asked for (the release is of that kind).
+    pub(crate) kind: Kind,
     pub(crate) token: u64,
 }
 
@@ -78,18 +82,18 @@ pub(crate) const MAX_UNCLAIMED: usize = 1024;
 #[derive(Default)]
 pub(crate) struct Mailbox {
     /// By wait id: where its outcome goes, its key and owner.
-    waits: HashMap<u64, (oneshot::Sender<Outcome>, String, String)>,
+    waits: HashMap<u64, (oneshot::Sender<Outcome>, String, String, Kind)>,
     /// Grants nobody claimed yet, by wait id; ids grow, so the first is the oldest.
     early_grants: BTreeMap<u64, Outcome>,
     /// Every other outcome nobody claimed yet, likewise.
     early_others: BTreeMap<u64, Outcome>,
-    cancelled: HashMap<u64, (String, String)>,
+    cancelled: HashMap<u64, (String, String, Kind)>,
     lost: Option<Loss>,
 }
 
 impl Mailbox {
-    /// Claims the outcome of wait `id`, a wait for `key` by `owner`.
-    pub(crate) fn claim(&mut self, id: u64, key: &str, owner: &str) -> Claim {
+    /// Claims the outcome of wait `id`, a wait for `key` by `owner` (for a hold of `kind`).
+    pub(crate) fn claim(&mut self, id: u64, key: &str, owner: &str, kind: Kind) -> Claim {
         if let Some(outcome) = self
             .early_grants
             .remove(&id)
@@ -101,14 +105,14 @@ impl Mailbox {
             return Claim::Ended(Outcome::Lost(loss));
         }
         let (sender, receiver) = oneshot::channel();
-        let wait = (sender, key.to_owned(), owner.to_owned());
+        let wait = (sender, key.to_owned(), owner.to_owned(), kind);
         self.waits.insert(id, wait);
         Claim::Waiting(receiver)
     }
 
     /// Routes the outcome of wait `id`; a grant for a cancelled wait comes back to release.
     pub(crate) fn route(&mut self, id: u64, outcome: Outcome) -> Option<Orphan> {
-        if let Some((waiter, _, _)) = self.waits.remove(&id) {
+        if let Some((waiter, ..)) = self.waits.remove(&id) {
             // The receiver lives until its wait left the map (see `forsake`): this send
             // fails only if a wait was dropped without leaving it, which nothing does.
             if let Err(Outcome::Granted(token)) = waiter.send(outcome) {
@@ -116,9 +120,14 @@ impl Mailbox {
             }
             return None;
         }
-        if let Some((key, owner)) = self.cancelled.remove(&id) {
+        if let Some((key, owner, kind)) = self.cancelled.remove(&id) {
             return match outcome {
-                Outcome::Granted(token) => Some(Orphan { key, owner, token }),
+                Outcome::Granted(token) => Some(Orphan {
+                    key,
+                    owner,
+                    kind,
+                    token,
+                }),
                 _ => None,
             };
         }
@@ -142,12 +151,12 @@ impl Mailbox {
     /// Takes wait `id` out of the map, remembering it as cancelled (for `key` by `owner`)
     /// if no outcome reached it yet; true if so. False: its outcome is in its oneshot.
     pub(crate) fn forsake(&mut self, id: u64, key: &str, owner: &str) -> bool {
-        if self.waits.remove(&id).is_none() {
+        let Some((_, _, _, kind)) = self.waits.remove(&id) else {
             return false;
-        }
+        };
         if self.lost.is_none() {
             self.cancelled
-                .insert(id, (key.to_owned(), owner.to_owned()));
+                .insert(id, (key.to_owned(), owner.to_owned(), kind));
         }
         true
     }
@@ -176,10 +185,10 @@ impl Mailbox {
     /// remembered as cancelled, so that such a grant is handed back for release.
     pub(crate) fn fail(&mut self, loss: Loss) {
         self.lost.get_or_insert(loss);
-        for (id, (waiter, key, owner)) in self.waits.drain() {
+        for (id, (waiter, key, owner, kind)) in self.waits.drain() {
             drop(waiter.send(Outcome::Lost(loss)));
             if loss == Loss::Unresponsive {
-                self.cancelled.insert(id, (key, owner));
+                self.cancelled.insert(id, (key, owner, kind));
             }
         }
         if loss == Loss::Broken {

@@ -23,7 +23,7 @@ fn payloads_parse_to_outcomes() {
 fn an_outcome_before_its_claim_is_kept_until_claimed() {
     let mut mailbox = Mailbox::default();
     assert_eq!(mailbox.route(3, Outcome::Granted(11)), None);
-    match mailbox.claim(3, "k", "o") {
+    match mailbox.claim(3, "k", "o", Kind::Lock) {
         Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(11)),
         Claim::Waiting(_) => panic!("the early outcome was not kept"),
     }
@@ -33,7 +33,7 @@ fn an_outcome_before_its_claim_is_kept_until_claimed() {
 #[test]
 fn a_claimed_wait_gets_its_outcome() {
     let mut mailbox = Mailbox::default();
-    let mut receiver = waiting(mailbox.claim(5, "k", "o"));
+    let mut receiver = waiting(mailbox.claim(5, "k", "o", Kind::Lock));
     assert!(mailbox.carries_waits());
     assert_eq!(mailbox.route(5, Outcome::TimedOut), None);
     assert_eq!(receiver.try_recv(), Ok(Outcome::TimedOut));
@@ -46,19 +46,20 @@ fn a_claimed_wait_gets_its_outcome() {
 #[test]
 fn a_grant_for_a_cancelled_wait_comes_back_for_release() {
     let mut mailbox = Mailbox::default();
-    let _receiver = waiting(mailbox.claim(8, "k", "o"));
+    let _receiver = waiting(mailbox.claim(8, "k", "o", Kind::Write));
     assert!(mailbox.forsake(8, "k", "o"));
     assert!(mailbox.carries_waits(), "the cancel is pending");
     let orphan = mailbox.route(8, Outcome::Granted(99));
     let expected = Orphan {
         key: "k".into(),
         owner: "o".into(),
+        kind: Kind::Write,
         token: 99,
     };
     assert_eq!(orphan, Some(expected));
     assert!(!mailbox.carries_waits());
     // A cancel the server answered leaves nothing behind either.
-    let _receiver = waiting(mailbox.claim(9, "k", "o"));
+    let _receiver = waiting(mailbox.claim(9, "k", "o", Kind::Lock));
     assert!(mailbox.forsake(9, "k", "o"));
     mailbox.settled(9);
     assert!(!mailbox.carries_waits());
@@ -67,13 +68,13 @@ fn a_grant_for_a_cancelled_wait_comes_back_for_release() {
 #[test]
 fn a_lost_connection_ends_every_wait_now_and_later() {
     let mut mailbox = Mailbox::default();
-    let mut first = waiting(mailbox.claim(1, "k", "o"));
-    let mut second = waiting(mailbox.claim(2, "k", "o"));
+    let mut first = waiting(mailbox.claim(1, "k", "o", Kind::Lock));
+    let mut second = waiting(mailbox.claim(2, "k", "o", Kind::Lock));
     mailbox.fail(Loss::Broken);
     mailbox.fail(Loss::Unresponsive);
     assert_eq!(first.try_recv(), Ok(Outcome::Lost(Loss::Broken)));
     assert_eq!(second.try_recv(), Ok(Outcome::Lost(Loss::Broken)));
-    match mailbox.claim(3, "k", "o") {
+    match mailbox.claim(3, "k", "o", Kind::Lock) {
         Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Lost(Loss::Broken)),
         Claim::Waiting(_) => panic!("a claim on a lost connection waits"),
     }
@@ -90,12 +91,12 @@ fn outcomes_nobody_claims_are_kept_up_to_a_bound_the_oldest_dropped_first() {
     assert_eq!(mailbox.early_grants.len(), MAX_UNCLAIMED);
     let newest = many - MAX_UNCLAIMED as u64 + 1;
     assert_eq!(mailbox.early_grants.keys().next(), Some(&newest));
-    match mailbox.claim(many, "k", "o") {
+    match mailbox.claim(many, "k", "o", Kind::Lock) {
         Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(many + 1_000)),
         Claim::Waiting(_) => panic!("a recent outcome was dropped"),
     }
     assert!(
-        matches!(mailbox.claim(1, "k", "o"), Claim::Waiting(_)),
+        matches!(mailbox.claim(1, "k", "o", Kind::Lock), Claim::Waiting(_)),
         "the oldest was kept"
     );
 }
@@ -115,7 +116,7 @@ fn a_flood_of_other_outcomes_never_drops_a_grant_that_came_before_its_claim() {
         assert_eq!(mailbox.route(id, outcome), None);
     }
     assert!(mailbox.early_others.len() <= MAX_UNCLAIMED);
-    match mailbox.claim(7, "k", "o") {
+    match mailbox.claim(7, "k", "o", Kind::Lock) {
         Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(70)),
         Claim::Waiting(_) => panic!("the flood dropped the grant"),
     }
@@ -126,7 +127,7 @@ fn an_outcome_that_came_before_a_loss_still_reaches_its_claim() {
     let mut mailbox = Mailbox::default();
     assert_eq!(mailbox.route(4, Outcome::Granted(40)), None);
     mailbox.fail(Loss::Broken);
-    match mailbox.claim(4, "k", "o") {
+    match mailbox.claim(4, "k", "o", Kind::Lock) {
         Claim::Ended(outcome) => assert_eq!(outcome, Outcome::Granted(40)),
         Claim::Waiting(_) => panic!("a claim on a lost connection waits"),
     }
@@ -143,18 +144,19 @@ fn a_receiver_gone_is_told_from_other_refusals() {
 #[test]
 fn waits_given_up_for_no_answer_have_a_late_grant_handed_back() {
     let mut mailbox = Mailbox::default();
-    let mut receiver = waiting(mailbox.claim(6, "k", "o"));
+    let mut receiver = waiting(mailbox.claim(6, "k", "o", Kind::Lock));
     mailbox.fail(Loss::Unresponsive);
     assert_eq!(receiver.try_recv(), Ok(Outcome::Lost(Loss::Unresponsive)));
     let orphan = Orphan {
         key: "k".into(),
         owner: "o".into(),
+        kind: Kind::Lock,
         token: 60,
     };
     assert_eq!(mailbox.route(6, Outcome::Granted(60)), Some(orphan));
     // A closed connection sends nothing more: nothing is kept for it.
     let mut closed = Mailbox::default();
-    let _waiting = waiting(closed.claim(7, "k", "o"));
+    let _waiting = waiting(closed.claim(7, "k", "o", Kind::Lock));
     closed.fail(Loss::Broken);
     assert!(!closed.carries_waits());
 }

@@ -1,32 +1,40 @@
-//! Every command the client sends, built in one place: the `LOCK.*` commands of the module,
-//! and the few server commands around them (connection ids, replica acknowledgement,
+//! Every command the client sends, built in one place: the `LOCK.*` and `RWLOCK.*` commands
+//! of the module (a lock's own commands in the family of its [`Kind`]), and the few server commands around them (connection ids, replica acknowledgement,
 //! module check, cluster and Sentinel discovery). Pure: no connections in here.
 //!
 //! Durations arrive as whole milliseconds, already rounded the way their callers need.
 
 use redis::{cmd, Cmd};
 
-/// `LOCK.ACQUIRE key owner LEASE ms`: one try, answered at once.
-pub(crate) fn acquire(key: &str, owner: &str, lease_ms: u64) -> Cmd {
-    let mut cmd = cmd("LOCK.ACQUIRE");
-    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+use crate::pure::kind::Kind;
+
+/// `LOCK.ACQUIRE key owner LEASE ms` (`RWLOCK.ACQUIRE key owner MODE ...`): one try.
+pub(crate) fn acquire(kind: Kind, key: &str, owner: &str, lease_ms: u64) -> Cmd {
+    let mut cmd = kind.command("ACQUIRE", key, owner);
+    cmd.arg("LEASE").arg(lease_ms);
     cmd
 }
 
 /// `LOCK.ACQUIRE key owner LEASE ms WAIT ms`: queued on the server until the lock is handed
 /// over or `wait_ms` runs out (0: no limit). It blocks the connection it runs on.
-pub(crate) fn acquire_waiting(key: &str, owner: &str, lease_ms: u64, wait_ms: u64) -> Cmd {
-    let mut cmd = acquire(key, owner, lease_ms);
+pub(crate) fn acquire_waiting(
+    kind: Kind,
+    key: &str,
+    owner: &str,
+    lease_ms: u64,
+    wait_ms: u64,
+) -> Cmd {
+    let mut cmd = acquire(kind, key, owner, lease_ms);
     cmd.arg("WAIT").arg(wait_ms);
     cmd
 }
 
 /// `LOCK.WAIT key owner LEASE ms WAIT ms`: acquires at once (`held <token>`) or queues a
 /// ticket (`queued <wait id>`) whose outcome comes as a message to the calling connection
-/// (`wait_ms` 0: no limit).
-pub(crate) fn wait_ticket(key: &str, owner: &str, lease_ms: u64, wait_ms: u64) -> Cmd {
-    let mut cmd = cmd("LOCK.WAIT");
-    cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
+/// (`wait_ms` 0: no limit). `RWLOCK.WAIT key owner MODE ...` answers the same way.
+pub(crate) fn wait_ticket(kind: Kind, key: &str, owner: &str, lease_ms: u64, wait_ms: u64) -> Cmd {
+    let mut cmd = kind.command("WAIT", key, owner);
+    cmd.arg("LEASE").arg(lease_ms);
     cmd.arg("WAIT").arg(wait_ms);
     cmd
 }
@@ -46,17 +54,18 @@ pub(crate) fn grants(block_ms: u64) -> Cmd {
     cmd
 }
 
-/// `LOCK.RELEASE key owner TOKEN t`: acts only on the holding with token `t`, so a late
-/// release cannot free a newer holding of the same owner.
-pub(crate) fn release(key: &str, owner: &str, token: u64) -> Cmd {
-    let mut cmd = cmd("LOCK.RELEASE");
-    cmd.arg(key).arg(owner).arg("TOKEN").arg(token);
+/// `LOCK.RELEASE key owner TOKEN t` (`RWLOCK.RELEASE key owner MODE TOKEN t`, a hold of that
+/// mode): acts only on the holding with token `t`, not on a newer one of the same owner.
+pub(crate) fn release(kind: Kind, key: &str, owner: &str, token: u64) -> Cmd {
+    let mut cmd = kind.command("RELEASE", key, owner);
+    cmd.arg("TOKEN").arg(token);
     cmd
 }
 
 /// `LOCK.RENEW key owner LEASE ms TOKEN t`: renews only the holding with token `t`.
-pub(crate) fn renew(key: &str, owner: &str, lease_ms: u64, token: u64) -> Cmd {
-    let mut cmd = cmd("LOCK.RENEW");
+/// (`RWLOCK.RENEW`, the same arguments, renews the owner's read and write holds at once.)
+pub(crate) fn renew(kind: Kind, key: &str, owner: &str, lease_ms: u64, token: u64) -> Cmd {
+    let mut cmd = kind.family("RENEW");
     cmd.arg(key).arg(owner).arg("LEASE").arg(lease_ms);
     cmd.arg("TOKEN").arg(token);
     cmd
@@ -82,16 +91,16 @@ pub(crate) fn raise(key: &str, owner: &str, token: u64, floor: u64) -> Cmd {
     cmd
 }
 
-/// `LOCK.INFO key`.
-pub(crate) fn info(key: &str) -> Cmd {
-    let mut cmd = cmd("LOCK.INFO");
+/// `LOCK.INFO key` (`RWLOCK.INFO key` for a read-write lock).
+pub(crate) fn info(kind: Kind, key: &str) -> Cmd {
+    let mut cmd = kind.family("INFO");
     cmd.arg(key);
     cmd
 }
 
-/// `LOCK.FORCERELEASE key`.
-pub(crate) fn force_release(key: &str) -> Cmd {
-    let mut cmd = cmd("LOCK.FORCERELEASE");
+/// `LOCK.FORCERELEASE key` (`RWLOCK.FORCERELEASE key` for a read-write lock).
+pub(crate) fn force_release(kind: Kind, key: &str) -> Cmd {
+    let mut cmd = kind.family("FORCERELEASE");
     cmd.arg(key);
     cmd
 }
@@ -192,29 +201,68 @@ mod tests {
     #[test]
     fn lock_commands_put_the_key_first() {
         assert_eq!(
-            words(&acquire("k", "o", 30_000)),
+            words(&acquire(Kind::Lock, "k", "o", 30_000)),
             ["LOCK.ACQUIRE", "k", "o", "LEASE", "30000"]
         );
         assert_eq!(
-            words(&acquire_waiting("k", "o", 300, 0)),
+            words(&acquire_waiting(Kind::Lock, "k", "o", 300, 0)),
             ["LOCK.ACQUIRE", "k", "o", "LEASE", "300", "WAIT", "0"]
         );
         assert_eq!(
-            words(&release("k", "o", 9)),
+            words(&release(Kind::Lock, "k", "o", 9)),
             ["LOCK.RELEASE", "k", "o", "TOKEN", "9"]
         );
         assert_eq!(
-            words(&renew("k", "o", 2, 9)),
+            words(&renew(Kind::Lock, "k", "o", 2, 9)),
             ["LOCK.RENEW", "k", "o", "LEASE", "2", "TOKEN", "9"]
         );
         assert_eq!(
-            words(&wait_ticket("k", "o", 300, 0)),
+            words(&wait_ticket(Kind::Lock, "k", "o", 300, 0)),
             ["LOCK.WAIT", "k", "o", "LEASE", "300", "WAIT", "0"]
         );
         assert_eq!(words(&cancel("k", 7)), ["LOCK.CANCEL", "k", "7"]);
         assert_eq!(words(&grants(5)), ["LOCK.GRANTS", "BLOCK", "5"]);
-        assert_eq!(words(&info("k")), ["LOCK.INFO", "k"]);
-        assert_eq!(words(&force_release("k")), ["LOCK.FORCERELEASE", "k"]);
+        assert_eq!(words(&info(Kind::Lock, "k")), ["LOCK.INFO", "k"]);
+        assert_eq!(
+            words(&force_release(Kind::Lock, "k")),
+            ["LOCK.FORCERELEASE", "k"]
+        );
+    }
+
+    #[test]
+    fn read_write_commands_carry_their_mode_third() {
+        let (r, w) = (Kind::Read, Kind::Write);
+        assert_eq!(
+            words(&acquire(r, "k", "o", 300)),
+            ["RWLOCK.ACQUIRE", "k", "o", "READ", "LEASE", "300"]
+        );
+        assert_eq!(
+            words(&acquire_waiting(w, "k", "o", 300, 5)),
+            [
+                "RWLOCK.ACQUIRE",
+                "k",
+                "o",
+                "WRITE",
+                "LEASE",
+                "300",
+                "WAIT",
+                "5"
+            ]
+        );
+        assert_eq!(
+            words(&wait_ticket(r, "k", "o", 300, 0)),
+            ["RWLOCK.WAIT", "k", "o", "READ", "LEASE", "300", "WAIT", "0"]
+        );
+        assert_eq!(
+            words(&release(w, "k", "o", 9)),
+            ["RWLOCK.RELEASE", "k", "o", "WRITE", "TOKEN", "9"]
+        );
+        assert_eq!(
+            words(&renew(r, "k", "o", 2, 9)),
+            ["RWLOCK.RENEW", "k", "o", "LEASE", "2", "TOKEN", "9"]
+        );
+        assert_eq!(words(&info(w, "k")), ["RWLOCK.INFO", "k"]);
+        assert_eq!(words(&force_release(r, "k")), ["RWLOCK.FORCERELEASE", "k"]);
     }
 
     #[test]

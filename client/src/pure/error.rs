@@ -52,6 +52,16 @@ pub enum Error {
         /// The owner id that was refused.
         owner: String,
     },
+    /// An owner that holds only read holds of a read-write lock asked for a write hold: the
+    /// server refuses at once (two readers upgrading would wait for each other forever),
+    /// and nothing changed. Release the read holds first, then acquire the write hold.
+    #[error("read-write lock '{key}': '{owner}' holds only read holds and cannot upgrade to a write hold; release them first")]
+    Upgrade {
+        /// The read-write lock's key.
+        key: String,
+        /// The owner id that holds read holds.
+        owner: String,
+    },
     /// The guard's lock was lost before it was released; see [`LossReason`].
     #[error("lock '{key}' was lost: {reason}")]
     Lost {
@@ -238,6 +248,12 @@ impl Error {
                     detail: err.detail().unwrap_or_default().to_owned(),
                 }
             }
+            Some("ERR") if is_upgrade(&err) => {
+                return Error::Upgrade {
+                    key: key.to_owned(),
+                    owner: owner.to_owned(),
+                }
+            }
             _ => {}
         }
         Error::from(err).module_missing_if_unknown()
@@ -259,6 +275,12 @@ impl Error {
             detail: what.to_owned(),
         }
     }
+}
+
+/// `ERR rlock: ... upgrade ...`: the server's refusal of a write hold to a reader.
+fn is_upgrade(err: &redis::RedisError) -> bool {
+    let detail = err.detail().unwrap_or_default();
+    detail.starts_with("rlock: ") && detail.contains("upgrade")
 }
 
 fn is_unknown_lock_command(err: &redis::RedisError) -> bool {

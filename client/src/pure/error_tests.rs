@@ -125,3 +125,23 @@ fn a_connection_error_names_its_server_and_keeps_its_sort() {
     let kept = unreachable("h:1", refused_password);
     assert_eq!(kept.code(), Some("WRONGPASS"));
 }
+
+#[test]
+fn a_refused_upgrade_maps_to_upgrade() {
+    let err = wire_error(
+        "ERR rlock: 'o' holds only read holds of this lock; release them before asking for a \
+         write hold (an upgrade deadlocks as soon as two readers try it)",
+    );
+    let mapped = Error::from_command(err, "k", "o");
+    assert!(
+        matches!(&mapped, Error::Upgrade { key, owner } if key == "k" && owner == "o"),
+        "{mapped:?}"
+    );
+    assert!(
+        mapped.to_string().contains("release them first"),
+        "{mapped}"
+    );
+    let other = wire_error("ERR rlock: something else");
+    let other = Error::from_command(other, "k", "o");
+    assert!(matches!(other, Error::Redis(_)), "{other:?}");
+}

@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 use crate::pure::error::{Error, LossReason, Result};
+use crate::pure::kind::Kind;
 
 /// The reply of a command run fenced by a holding.
 pub(crate) type Fenced<'a> = Pin<Box<dyn Future<Output = Result<redis::Value>> + Send + 'a>>;
@@ -54,6 +55,8 @@ pub(crate) struct Holding {
     pub(crate) key: String,
     pub(crate) owner: String,
     pub(crate) token: u64,
+    /// The kind of its first hold: which family (`LOCK.*`, `RWLOCK.*`) renews it.
+    pub(crate) kind: Kind,
     state: watch::Sender<State>,
     /// The client's count of losses, shared by its holdings.
     losses: Arc<AtomicU64>,
@@ -61,8 +64,7 @@ pub(crate) struct Holding {
 
 impl Holding {
     pub(crate) fn new(
-        key: &str,
-        owner: &str,
+        (key, owner, kind): (&str, &str, Kind),
         token: u64,
         deadline: Instant,
         losses: &Arc<AtomicU64>,
@@ -71,6 +73,7 @@ impl Holding {
             key: key.to_owned(),
             owner: owner.to_owned(),
             token,
+            kind,
             state: watch::Sender::new(State {
                 lost: None,
                 deadline,
