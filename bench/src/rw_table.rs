@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::clock::percentile;
+use crate::rows::{num, ratio};
 use crate::rwlock::{RwSide, CONTENDERS, PROCESSES, READ_PERCENT};
 use crate::server::Delta;
 
@@ -166,23 +167,6 @@ fn handoffs(held: &[Attempt], start: u64, end: u64) -> Vec<f64> {
     out
 }
 
-fn num(v: f64) -> String {
-    match v.abs() {
-        x if x.is_infinite() => "∞".into(),
-        x if x >= 100.0 => format!("{v:.0}"),
-        x if x >= 10.0 => format!("{v:.1}"),
-        _ => format!("{v:.2}"),
-    }
-}
-
-fn ratio(rlock: f64, redisson: f64) -> String {
-    if redisson > 0.0 && rlock >= 0.0 && rlock.is_finite() && redisson.is_finite() {
-        format!("×{:.2}", rlock / redisson)
-    } else {
-        "—".into()
-    }
-}
-
 /// One figure of a run.
 type Figure = fn(&RwRun) -> f64;
 
@@ -273,4 +257,40 @@ pub fn table(out: &mut String, runs: &[RwRun; 2]) {
         cpu(r),
         cpu(n)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(contender: usize, write: bool, acquired_ns: u64, released_ns: u64) -> Attempt {
+        let mut a = Attempt::new(contender, write, acquired_ns - 5);
+        (a.acquired_ns, a.released_ns) = (acquired_ns, released_ns);
+        a
+    }
+
+    #[test]
+    fn an_attempt_goes_through_its_line() {
+        let a = held(7, true, 1_000, 2_000);
+        let b = Attempt::parse(&a.line()).expect("parses");
+        assert_eq!((b.contender, b.write, b.asked_ns), (7, true, 995));
+        assert_eq!((b.acquired_ns, b.released_ns), (1_000, 2_000));
+        assert!(Attempt::parse("C 0.5").is_none());
+    }
+
+    #[test]
+    fn handoffs_are_the_ones_into_or_out_of_a_write() {
+        // Two overlapping reads, a write after both, a read after the write.
+        let h = [
+            held(0, false, 10_000, 30_000),
+            held(1, false, 20_000, 40_000),
+        ];
+        let h = [
+            h[0],
+            h[1],
+            held(2, true, 45_000, 50_000),
+            held(3, false, 52_000, 53_000),
+        ];
+        assert_eq!(handoffs(&h, 0, 100_000), vec![5.0, 2.0]);
+    }
 }
