@@ -6,7 +6,8 @@
 //! - `gate/failover_delay.rs` — a stale holding released on a promoted replica;
 //! - `gate/memory.rs` — eviction and `maxmemory`;
 //! - `gate/stall.rs` — a master that did not run for a while;
-//! - `gate/roles.rs` — writable replicas, write pauses, release messages.
+//! - `gate/roles.rs` — writable replicas, write pauses, release messages;
+//! - `gate/rw.rs` — the same door for read-write locks: the failover delay, eviction.
 
 #[path = "gate/failover_delay.rs"]
 mod failover_delay;
@@ -14,6 +15,8 @@ mod failover_delay;
 mod memory;
 #[path = "gate/roles.rs"]
 mod roles;
+#[path = "gate/rw.rs"]
+mod rw;
 #[path = "gate/stall.rs"]
 mod stall;
 mod support;
@@ -47,12 +50,19 @@ fn rlock_info(con: &mut redis::Connection, name: &str) -> i64 {
 
 /// A connection of its own that sends `LOCK.ACQUIRE key <args>` and is queued.
 fn enqueue(server: &Server, key: &str, args: &[&str]) -> Wire {
+    let mut command = vec!["LOCK.ACQUIRE", key];
+    command.extend_from_slice(args);
+    enqueue_command(server, &command)
+}
+
+/// A connection of its own that sends `command` (a blocking wait) and is queued.
+fn enqueue_command(server: &Server, command: &[&str]) -> Wire {
     let mut con = server.conn();
     let before = rlock_info(&mut con, "rlock_waiters");
     let mut waiter = Wire::connect(server);
-    let mut command = vec!["LOCK.ACQUIRE", key];
-    command.extend_from_slice(args);
-    waiter.send(&command);
+    let args = command;
+    let key = command.get(1).copied().unwrap_or_default();
+    waiter.send(command);
     let in_queue = wait_until(SETTLE, || {
         rlock_info(&mut con, "rlock_waiters") == before + 1
     });

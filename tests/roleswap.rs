@@ -1,9 +1,10 @@
-//! Issue #18, acceptance 2: three real nodes swap master and replica every ~200 ms
+//! Three real nodes swap master and replica every ~200 ms
 //! (`FAILOVER`, a hand-made switch, `kill -9` and restart on the AOF, promotions) while
-//! clients take, wait for, renew, release and force-release locks. Each run records what
-//! every client saw and checks it (`roleswap/checker.rs`): every waiter got exactly one
-//! reply, no token was issued twice, no two holdings of one key overlapped; then every
-//! replica must equal its master.
+//! clients take, wait for, renew, release and force-release locks, plain and read-write.
+//! Each run records what every client saw and checks it (`roleswap/checker.rs`): every
+//! waiter got exactly one reply, no token was issued twice, no two holdings of one key
+//! overlapped (read holds of a read-write lock aside); then every replica must equal its
+//! master.
 //!
 //! Seeded: `RLOCK_ROLESWAP_SEED` (else one from the clock, printed); `RLOCK_ROLESWAP_SECS`
 //! sets the length of a run (default 25 s). `RLOCK_ROLESWAP_FAILOVER_DELAY=0` runs it with a

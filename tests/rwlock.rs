@@ -3,54 +3,15 @@
 //! which a queued writer stops later readers and the readers at the head are granted
 //! together.
 
-#[path = "rwlock/info.rs"]
-mod info;
+#[path = "rwlock/client.rs"]
+mod client;
 mod support;
 
-use std::sync::mpsc;
-use std::thread;
-use std::time::Duration;
-
-use info::{holders, queue_modes, rw_info, waiters, Holder};
+use client::{
+    granted, holders, queue_modes, queued, rw_info, still_waiting, waiter, waiters, Holder, LIMIT,
+};
 use redis::Value;
 use support::{expect_error, expect_nil, hgetall, int, raw, wait_until, Server};
-
-const LIMIT: Duration = Duration::from_secs(10);
-
-/// A blocking `RWLOCK.ACQUIRE key owner mode WAIT 20000` on a connection of its own; its
-/// reply arrives on the returned channel.
-fn waiter(server: &Server, key: &str, owner: &str, mode: &str) -> mpsc::Receiver<Value> {
-    let mut con = server.conn();
-    let args: Vec<String> = ["RWLOCK.ACQUIRE", key, owner, mode, "WAIT", "20000"]
-        .map(str::to_owned)
-        .to_vec();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(raw(&mut con, &args));
-        // Kept open: a closed connection would leave its queue or give its grant back.
-        thread::sleep(Duration::from_secs(30));
-    });
-    rx
-}
-
-/// Waits until `n` waits are queued on `key`.
-fn queued(con: &mut redis::Connection, key: &str, n: i64) {
-    assert!(
-        wait_until(LIMIT, || waiters(con, key) == n),
-        "hung: {n} waiters never queued on {key}"
-    );
-}
-
-fn granted(rx: &mpsc::Receiver<Value>) -> i64 {
-    match rx.recv_timeout(LIMIT) {
-        Ok(Value::Int(token)) => token,
-        other => panic!("expected a token, got {other:?}"),
-    }
-}
-
-fn still_waiting(rx: &mpsc::Receiver<Value>) {
-    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
-}
 
 #[test]
 fn readers_share_a_writer_excludes_and_a_reader_cannot_upgrade() {
@@ -360,4 +321,58 @@ fn the_hash_is_redissons_layout_with_mode_write_for_redisson_clients() {
     assert_eq!(fields[&b"w:write"[..]], b"1");
     let _: Holder = holders(&rw_info(&mut con, "k2"))[0].clone();
     assert_eq!(holders(&rw_info(&mut con, "k2"))[0].3, t2);
+}
+
+#[test]
+fn redis_knows_the_commands_keys_and_flags_and_acl_rules_apply() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let calls: [&[&str]; 7] = [
+        &["rwlock.acquire", "k", "o", "READ"],
+        &["rwlock.wait", "k", "o", "READ"],
+        &["rwlock.release", "k", "o", "READ"],
+        &["rwlock.renew", "k", "o"],
+        &["rwlock.info", "k"],
+        &["rwlock.forcerelease", "k"],
+        &["rwlock.apply", "k", "o", "1", "0", "0", "0"],
+    ];
+    for call in calls {
+        let name = call[0];
+        let docs = format!("{:?}", raw(&mut con, &["COMMAND", "DOCS", name]));
+        let described = docs.contains("summary") && docs.contains("arguments");
+        assert!(described, "{name}: {docs}");
+        let mut getkeys = vec!["COMMAND", "GETKEYS"];
+        getkeys.extend_from_slice(call);
+        let keys = raw(&mut con, &getkeys);
+        let key = Value::Array(vec![Value::BulkString(b"k".to_vec())]);
+        assert_eq!(keys, key, "{name}");
+    }
+    let info = format!(
+        "{:?}",
+        raw(&mut con, &["COMMAND", "INFO", "rwlock.acquire"])
+    );
+    assert!(
+        info.contains("blocking") && info.contains("begin_search"),
+        "{info}"
+    );
+    let setuser = [
+        "ACL",
+        "SETUSER",
+        "app",
+        "on",
+        ">pw",
+        "~doc:*",
+        "+rwlock.acquire",
+    ];
+    assert_eq!(raw(&mut con, &setuser), Value::Okay);
+    let mut app = server.conn_as("app", "pw");
+    assert!(int(&mut app, &["RWLOCK.ACQUIRE", "doc:1", "me", "READ"]) > 0);
+    let denied = raw(&mut app, &["RWLOCK.ACQUIRE", "other:1", "me", "READ"]);
+    let text = support::error_text(&denied).unwrap_or_default();
+    assert!(text.starts_with("NOPERM"), "{denied:?}");
+    let forced = raw(&mut app, &["RWLOCK.FORCERELEASE", "doc:1"]);
+    assert!(
+        support::error_text(&forced).is_some_and(|t| t.starts_with("NOPERM")),
+        "{forced:?}"
+    );
 }

@@ -39,7 +39,14 @@ fn operation(rng: &mut Rng, mailbox: &str) -> Vec<String> {
     let owner = format!("o{}", rng.below(OWNERS));
     let mode = if rng.chance(65) { "READ" } else { "WRITE" }.to_owned();
     let op: Vec<String> = match rng.below(100) {
-        0..=34 => vec!["RWLOCK.ACQUIRE".into(), key, owner, mode, "LEASE".into(), lease(rng)],
+        0..=34 => vec![
+            "RWLOCK.ACQUIRE".into(),
+            key,
+            owner,
+            mode,
+            "LEASE".into(),
+            lease(rng),
+        ],
         35..=44 => vec![
             "RWLOCK.WAIT".into(),
             key,
@@ -53,7 +60,13 @@ fn operation(rng: &mut Rng, mailbox: &str) -> Vec<String> {
             mailbox.to_owned(),
         ],
         45..=79 => vec!["RWLOCK.RELEASE".into(), key, owner, mode],
-        80..=91 => vec!["RWLOCK.RENEW".into(), key, owner, "LEASE".into(), lease(rng)],
+        80..=91 => vec![
+            "RWLOCK.RENEW".into(),
+            key,
+            owner,
+            "LEASE".into(),
+            lease(rng),
+        ],
         92..=94 => vec!["RWLOCK.FORCERELEASE".into(), key],
         _ => vec!["RWLOCK.INFO".into(), key],
     };
@@ -109,7 +122,11 @@ fn replica_equals_master_after_a_random_mixed_workload() {
         all_keys(&mut con).iter().all(|k| pttl(&mut con, k) > 5_000)
     });
     assert!(settled, "short leases did not run out");
-    assert_eq!(int(&mut con, &["WAIT", "1", "5000"]), 1, "replica did not ack");
+    assert_eq!(
+        int(&mut con, &["WAIT", "1", "5000"]),
+        1,
+        "replica did not ack"
+    );
     let mut rcon = replica.conn();
     let keys: BTreeSet<Vec<u8>> = all_keys(&mut con)
         .union(&all_keys(&mut rcon))
@@ -163,4 +180,66 @@ fn a_promoted_replica_issues_tokens_above_the_replicated_ones() {
     );
     let reads = raw(&mut rcon, &["RWLOCK.INFO", "kept"]);
     assert_ne!(reads, Value::Nil, "the replica lost a read-write lock");
+}
+
+/// The lock's hash and TTL as they are: each key's fields and absolute expiry.
+fn snapshot(con: &mut redis::Connection) -> Vec<(Vec<u8>, String, i64)> {
+    all_keys(con)
+        .into_iter()
+        .map(|k| {
+            let fields = format!("{:?}", hgetall(con, &k));
+            let expiry = pexpiretime(con, &k);
+            (k, fields, expiry)
+        })
+        .collect()
+}
+
+#[test]
+fn the_aof_and_the_rdb_give_back_every_holder() {
+    let server = Server::start_with(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut con = server.conn();
+    let mut max_token = 0;
+    let mut take = |con: &mut redis::Connection, args: &[&str]| {
+        max_token = max_token.max(int(con, args));
+    };
+    take(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "a", "r1", "READ", "LEASE", "60000"],
+    );
+    take(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "a", "r2", "READ", "LEASE", "50000"],
+    );
+    take(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "a", "r2", "READ", "LEASE", "40000"],
+    );
+    take(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "b", "w", "WRITE", "LEASE", "60000"],
+    );
+    take(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "b", "w", "READ", "LEASE", "60000"],
+    );
+    take(&mut con, &["RWLOCK.ACQUIRE", "c", "gone", "WRITE"]);
+    int(&mut con, &["RWLOCK.RELEASE", "a", "r1", "READ"]);
+    int(&mut con, &["RWLOCK.RELEASE", "b", "w", "WRITE"]);
+    int(&mut con, &["RWLOCK.RELEASE", "c", "gone", "WRITE"]);
+    int(&mut con, &["RWLOCK.RENEW", "a", "r2", "LEASE", "55000"]);
+    let before = snapshot(&mut con);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert_eq!(raw(&mut con, &["DEBUG", "LOADAOF"]), Value::Okay);
+    assert_eq!(snapshot(&mut con), before, "after the AOF was loaded");
+    assert_eq!(raw(&mut con, &["DEBUG", "RELOAD"]), Value::Okay);
+    assert_eq!(snapshot(&mut con), before, "after the RDB was loaded");
+    let next = int(&mut con, &["RWLOCK.ACQUIRE", "a", "r3", "READ"]);
+    assert!(next > max_token, "{next} after {max_token}");
 }

@@ -42,7 +42,7 @@ fn promote(server: &Server) -> redis::Connection {
     con
 }
 
-/// Issue #18 (2): R1 and R2 learned the same counter from M; M dies, R1 is promoted and
+/// R1 and R2 learned the same counter from M; M dies, R1 is promoted and
 /// grants, R1 dies, R2 is promoted (still on its last data) and grants: its token must be
 /// higher. R2 syncs first, so that a counter that only depends on the data (last + gap)
 /// starts no higher on R2 than on R1.
@@ -69,7 +69,7 @@ fn a_replica_promoted_after_another_issues_higher_tokens() {
     );
 }
 
-/// Issue #18 (4): a lock-shaped hash with `@token` far past the clock, read once, does not
+/// A lock-shaped hash with `@token` far past the clock, read once, does not
 /// move the counter: the next fresh token stays within twice the gap past the clock. A
 /// token within that bound (as a recently promoted master issues) is learned.
 #[test]

@@ -40,14 +40,19 @@ fn waiting(con: &mut redis::Connection) -> i64 {
 
 /// A connection of its own that sends `LOCK.ACQUIRE key <args>` and is queued.
 fn enqueue(server: &Server, key: &str, args: &[&str]) -> Wire {
+    let mut command = vec!["LOCK.ACQUIRE", key];
+    command.extend_from_slice(args);
+    enqueue_command(server, &command)
+}
+
+/// Sends `command` (a blocking wait) on a connection of its own; returns once it is queued.
+fn enqueue_command(server: &Server, command: &[&str]) -> Wire {
     let mut con = server.conn();
     let before = waiting(&mut con);
     let mut waiter = Wire::connect(server);
-    let mut command = vec!["LOCK.ACQUIRE", key];
-    command.extend_from_slice(args);
-    waiter.send(&command);
+    waiter.send(command);
     let in_queue = wait_until(SETTLE, || waiting(&mut con) == before + 1);
-    assert!(in_queue, "{args:?} never queued on {key}");
+    assert!(in_queue, "{command:?} never queued");
     waiter
 }
 

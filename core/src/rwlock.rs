@@ -8,6 +8,8 @@
 //! lease is the key's TTL. [`RwState::from_fields`] reads the layout; [`acquire`] and
 //! [`release`] decide what a command does.
 
+use std::collections::HashMap;
+
 use crate::args::strict_i64;
 
 /// The field Redisson reads the lock's mode from.
@@ -69,7 +71,9 @@ impl RwState {
         F: AsRef<[u8]>,
         V: AsRef<[u8]>,
     {
-        let mut state = RwState::default();
+        let mut holders: Vec<RwHolder> = Vec::new();
+        // Where each owner is in `holders`: one lookup per field, not a search.
+        let mut at: HashMap<&[u8], usize> = HashMap::new();
         let mut mode = false;
         let mut metas: Vec<(&[u8], i64, i64)> = Vec::new();
         for (field, value) in fields {
@@ -83,37 +87,36 @@ impl RwState {
                 return Err(NotARwLock);
             } else {
                 let count = strict_i64(value).filter(|c| *c > 0).ok_or(NotARwLock)?;
-                match field.strip_suffix(WRITE_SUFFIX) {
-                    Some(owner) => state.entry(owner).writes = count,
-                    None => state.entry(field).reads = count,
+                let (owner, write) = match field.strip_suffix(WRITE_SUFFIX) {
+                    Some(owner) => (owner, true),
+                    None => (field, false),
+                };
+                let i = *at.entry(owner).or_insert_with(|| {
+                    holders.push(RwHolder {
+                        owner: owner.to_vec(),
+                        reads: 0,
+                        writes: 0,
+                        token: 0,
+                        deadline_ms: None,
+                    });
+                    holders.len() - 1
+                });
+                let holder = &mut holders[i];
+                if write {
+                    holder.writes = count;
+                } else {
+                    holder.reads = count;
                 }
             }
         }
-        if !mode || state.holders.len() > MAX_HOLDERS {
+        if !mode || holders.len() > MAX_HOLDERS {
             return Err(NotARwLock);
         }
         for (owner, token, deadline) in metas {
-            let holder = state.find_mut(owner).ok_or(NotARwLock)?;
-            (holder.token, holder.deadline_ms) = (token, Some(deadline));
+            let i = *at.get(owner).ok_or(NotARwLock)?;
+            (holders[i].token, holders[i].deadline_ms) = (token, Some(deadline));
         }
-        Ok(state)
-    }
-
-    fn entry(&mut self, owner: &[u8]) -> &mut RwHolder {
-        let at = match self.holders.iter().position(|h| h.owner == owner) {
-            Some(at) => at,
-            None => {
-                self.holders.push(RwHolder {
-                    owner: owner.to_vec(),
-                    reads: 0,
-                    writes: 0,
-                    token: 0,
-                    deadline_ms: None,
-                });
-                self.holders.len() - 1
-            }
-        };
-        &mut self.holders[at]
+        Ok(RwState { holders })
     }
 
     fn find_mut(&mut self, owner: &[u8]) -> Option<&mut RwHolder> {

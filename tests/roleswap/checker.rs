@@ -1,5 +1,5 @@
 //! Judges a history: every waiter got exactly one reply; no token was issued twice; no two
-//! holdings of one key overlapped in time. Times are the clients', read conservatively, so
+//! holdings of one key overlapped in time, unless both were read holds of a read-write lock. Times are the clients', read conservatively, so
 //! that a reported overlap is one the servers really allowed:
 //! - a holding starts when its grant reply arrived (the server granted it before);
 //! - it lasts at least until the latest `send + lease - 1 ms` of its grant and of every
@@ -24,6 +24,8 @@ pub struct Holding {
     pub asked: u64,
     pub start: u64,
     pub end: u64,
+    /// A read hold of a read-write lock: other read holds may overlap it.
+    pub shared: bool,
 }
 
 /// Every problem found in `events`.
@@ -48,7 +50,7 @@ fn replies(events: &[Event]) -> Vec<String> {
 pub fn holdings(events: &[Event]) -> Vec<Holding> {
     let mut held: Vec<Holding> = Vec::new();
     for e in events {
-        if let (Op::Acquire { lease, .. }, Outcome::Int(token)) = (&e.op, &e.outcome) {
+        if let (Op::Acquire { lease, shared, .. }, Outcome::Int(token)) = (&e.op, &e.outcome) {
             held.push(Holding {
                 key: e.key.clone(),
                 owner: e.owner.clone(),
@@ -56,6 +58,7 @@ pub fn holdings(events: &[Event]) -> Vec<Holding> {
                 asked: e.sent,
                 start: e.received,
                 end: e.sent + ms(*lease),
+                shared: *shared,
             });
         }
     }
@@ -103,7 +106,7 @@ pub fn repeated_tokens(holdings: &[Holding]) -> Vec<String> {
     found
 }
 
-/// Two holdings of one key at the same time.
+/// Two holdings of one key at the same time, unless both are read holds.
 pub fn overlaps(holdings: &[Holding]) -> Vec<String> {
     let mut by_key: BTreeMap<&str, Vec<&Holding>> = BTreeMap::new();
     for h in holdings.iter().filter(|h| h.start < h.end) {
@@ -112,14 +115,14 @@ pub fn overlaps(holdings: &[Holding]) -> Vec<String> {
     let mut found = Vec::new();
     for list in by_key.values_mut() {
         list.sort_by_key(|h| h.start);
-        let mut latest: Option<&Holding> = None;
+        // The holdings not over when the next one starts.
+        let mut open: Vec<&Holding> = Vec::new();
         for h in list.iter() {
-            if let Some(before) = latest.filter(|b| h.start < b.end) {
+            open.retain(|b| h.start < b.end);
+            for before in open.iter().filter(|b| !(b.shared && h.shared)) {
                 found.push(format!("overlap: {before:?} and {h:?}"));
             }
-            if latest.is_none_or(|b| h.end > b.end) {
-                latest = Some(h);
-            }
+            open.push(h);
         }
     }
     found
@@ -146,8 +149,31 @@ mod tests {
         let op = Op::Acquire {
             lease: 100,
             wait: None,
+            shared: false,
         };
         event(op, owner, sent, received, Outcome::Int(token))
+    }
+
+    fn read(owner: &str, sent: u64, received: u64, token: i64) -> Event {
+        let op = Op::Acquire {
+            lease: 100,
+            wait: None,
+            shared: true,
+        };
+        event(op, owner, sent, received, Outcome::Int(token))
+    }
+
+    #[test]
+    fn read_holds_may_overlap_and_a_write_hold_may_not() {
+        let reads = [read("a", 0, 1_000, 5), read("b", 2_000, 3_000, 6)];
+        assert_eq!(violations(&reads), Vec::<String>::new());
+        let mixed = [
+            read("a", 0, 1_000, 5),
+            read("b", 2_000, 3_000, 6),
+            acquire("w", 4_000, 5_000, 7),
+        ];
+        let found = violations(&mixed);
+        assert_eq!(found.len(), 2, "{found:?}");
     }
 
     #[test]
@@ -198,6 +224,7 @@ mod tests {
         let op = Op::Acquire {
             lease: 100,
             wait: Some(10),
+            shared: false,
         };
         let history = [
             event(op.clone(), "a", 0, 9_000_000, Outcome::NoReply),

@@ -1,6 +1,7 @@
 //! The workload: clients that contend for a few locks on whichever node is master (with and
-//! without `WAIT`), hold, renew and release them or let them run out, and an operator who
-//! force-releases them. Every command goes into the history.
+//! without `WAIT`), plain locks and read-write locks (read or write holds), hold, renew and
+//! release them or let them run out, and an operator who force-releases them. Every command
+//! goes into the history.
 
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::Arc;
@@ -127,30 +128,65 @@ pub fn client(shared: Shared, id: u64, seed: u64) {
     let mut n = 0;
     while !shared.stop.load(Ordering::Relaxed) {
         n += 1;
-        let key = format!("rs:{}", rng.below(KEYS));
+        let mode = rng
+            .chance(40)
+            .then(|| if rng.chance(60) { "READ" } else { "WRITE" });
+        let key = match mode {
+            Some(_) => format!("rw:{}", rng.below(KEYS)),
+            None => format!("rs:{}", rng.below(KEYS)),
+        };
         let owner = format!("c{id}:{n}");
         let lease = rng.range(60, MAX_LEASE_MS);
         let wait = rng.chance(70).then(|| rng.range(50, 600));
-        let mut cmd = args(&["LOCK.ACQUIRE", &key, &owner, "LEASE", &lease.to_string()]);
+        let mut cmd = match mode {
+            Some(mode) => args(&["RWLOCK.ACQUIRE", &key, &owner, mode]),
+            None => args(&["LOCK.ACQUIRE", &key, &owner]),
+        };
+        cmd.extend(args(&["LEASE", &lease.to_string()]));
         if let Some(w) = wait {
             cmd.extend(args(&["WAIT", &w.to_string()]));
         }
         let limit = Duration::from_millis(wait.unwrap_or(0) as u64) + REPLY_MARGIN;
-        let op = Op::Acquire { lease, wait };
+        let shared = mode == Some("READ");
+        let op = Op::Acquire {
+            lease,
+            wait,
+            shared,
+        };
         match link.call(op, &key, &owner, &cmd, limit) {
-            Outcome::Int(token) => hold(&mut link, &mut rng, &key, &owner, token, lease),
+            Outcome::Int(token) => {
+                let held = Held {
+                    key: &key,
+                    owner: &owner,
+                    mode,
+                };
+                hold(&mut link, &mut rng, &held, token, lease)
+            }
             Outcome::Nil => {}
             _ => std::thread::sleep(Duration::from_millis(20)),
         }
     }
 }
 
+/// A holding: its key, its owner, and its mode for a read-write lock.
+struct Held<'a> {
+    key: &'a str,
+    owner: &'a str,
+    mode: Option<&'a str>,
+}
+
 /// Renews at once (the moment of a handoff is unknown), works, maybe renews again, then
 /// releases or lets the lease run out.
-fn hold(link: &mut Link, rng: &mut Rng, key: &str, owner: &str, token: i64, lease: i64) {
+fn hold(link: &mut Link, rng: &mut Rng, held: &Held<'_>, token: i64, lease: i64) {
+    let (key, owner) = (held.key, held.owner);
     let token = token.to_string();
+    let family = if held.mode.is_some() {
+        "RWLOCK"
+    } else {
+        "LOCK"
+    };
     let renew = args(&[
-        "LOCK.RENEW",
+        &format!("{family}.RENEW"),
         key,
         owner,
         "LEASE",
@@ -168,7 +204,9 @@ fn hold(link: &mut Link, rng: &mut Rng, key: &str, owner: &str, token: i64, leas
         std::thread::sleep(Duration::from_millis(rng.range(0, lease / 2) as u64));
     }
     if rng.chance(80) {
-        let release = args(&["LOCK.RELEASE", key, owner, "TOKEN", &token]);
+        let mut release = args(&[&format!("{family}.RELEASE"), key, owner]);
+        release.extend(held.mode.map(str::to_owned));
+        release.extend(args(&["TOKEN", &token]));
         link.call(Op::Release, key, owner, &release, limit);
     }
 }
@@ -190,8 +228,12 @@ pub fn operator(shared: Shared, seed: u64) {
         n += 1;
         match rng.below(10) {
             0..=4 => {
-                let key = format!("rs:{}", rng.below(KEYS));
-                let force = args(&["LOCK.FORCERELEASE", &key]);
+                let (family, prefix) = match rng.chance(40) {
+                    true => ("RWLOCK", "rw"),
+                    false => ("LOCK", "rs"),
+                };
+                let key = format!("{prefix}:{}", rng.below(KEYS));
+                let force = args(&[&format!("{family}.FORCERELEASE"), &key]);
                 link.call(Op::Force, &key, "", &force, REPLY_MARGIN);
             }
             5..=7 => {
@@ -200,6 +242,7 @@ pub fn operator(shared: Shared, seed: u64) {
                 let op = Op::Acquire {
                     lease: 30_000,
                     wait: None,
+                    shared: false,
                 };
                 if let Outcome::Int(_) = link.call(op, &key, &owner, &cmd, REPLY_MARGIN) {
                     held.push((key, owner));

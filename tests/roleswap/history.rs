@@ -20,9 +20,14 @@ pub enum Outcome {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    /// `LOCK.ACQUIRE key owner LEASE lease [WAIT wait]`.
-    Acquire { lease: i64, wait: Option<i64> },
-    /// `LOCK.RENEW key owner LEASE lease TOKEN t`.
+    /// `LOCK.ACQUIRE key owner LEASE lease [WAIT wait]`, or `RWLOCK.ACQUIRE key owner
+    /// READ|WRITE ...` (`shared`: a read hold, which other read holds may overlap).
+    Acquire {
+        lease: i64,
+        wait: Option<i64>,
+        shared: bool,
+    },
+    /// `LOCK.RENEW key owner LEASE lease TOKEN t` (or `RWLOCK.RENEW`).
     Renew { lease: i64 },
     /// `LOCK.RELEASE key owner TOKEN t`.
     Release,

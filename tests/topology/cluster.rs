@@ -6,7 +6,7 @@ use redis::Value;
 
 use crate::support::{channel, free_port, int, raw, text_of, wait_until, Server, Subscriber};
 use crate::wire::Reply;
-use crate::{assert_alive, enqueue, owner, SETTLE};
+use crate::{assert_alive, enqueue, enqueue_command, owner, SETTLE};
 
 /// A cluster node with the module, its bus on a port of its own.
 fn node() -> Server {
@@ -249,4 +249,38 @@ fn a_ticket_in_a_cluster_is_mailed_and_its_slot_moving_refuses_it_with_the_redir
     let redirect = Value::BulkString(format!("-ASK {slot} 127.0.0.1:{port}").into_bytes());
     assert_eq!(outcome, Value::Array(vec![wait, redirect]));
     assert_eq!(raw(&mut mailbox, &["LOCK.GRANTS"]), Value::Array(vec![]));
+}
+
+#[test]
+fn a_read_write_locks_waiter_is_redirected_when_its_slot_moves() {
+    let (mut source, target) = two_masters();
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let slot = slot_of(&mut s, KEY);
+    let token = int(
+        &mut s,
+        &["RWLOCK.ACQUIRE", KEY, "w", "WRITE", "LEASE", "60000"],
+    );
+    let read = ["RWLOCK.ACQUIRE", KEY, "r", "READ", "WAIT", "0"];
+    let mut waiter = enqueue_command(&source, &read);
+    let port = move_key(&source, &target, &slot);
+    match waiter.reply() {
+        Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
+        other => panic!("the waiter got {other:?}"),
+    }
+    let target_id = id(&target);
+    for con in [&mut s, &mut t] {
+        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
+        assert_eq!(raw(con, &done), Value::Okay);
+    }
+    // The writer holds it on the target with its token; the reader waits there and gets it.
+    let mut waiter = enqueue_command(&target, &read);
+    let renew = ["RWLOCK.RENEW", KEY, "w", "TOKEN", &token.to_string()];
+    assert_eq!(int(&mut t, &renew), 1);
+    assert_eq!(int(&mut t, &["RWLOCK.RELEASE", KEY, "w", "WRITE"]), 0);
+    match waiter.reply() {
+        Reply::Int(r) => assert!(r > token),
+        other => panic!("the waiter got {other:?}"),
+    }
+    assert_eq!(int(&mut s, &["CLUSTER", "COUNTKEYSINSLOT", &slot]), 0);
+    assert_alive(&mut source);
 }

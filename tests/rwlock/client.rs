@@ -1,8 +1,15 @@
-//! `RWLOCK.INFO`'s reply, read (RESP2: names and values in turn).
+//! What a read-write lock's client sees: `RWLOCK.INFO`'s reply, read (RESP2: names and
+//! values in turn), and blocking waits on connections of their own.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
 
 use redis::Value;
 
-use crate::support::{raw, text_of};
+use crate::support::{raw, text_of, wait_until, Server};
+
+pub const LIMIT: Duration = Duration::from_secs(10);
 
 /// A holder as `RWLOCK.INFO` lists it: owner, reads, writes, token.
 pub type Holder = (String, i64, i64, i64);
@@ -91,4 +98,39 @@ pub fn queue_modes(info: &RwInfo) -> Vec<String> {
 /// Waits queued on `key`.
 pub fn waiters(con: &mut redis::Connection, key: &str) -> i64 {
     rw_info(con, key).waiters
+}
+
+/// A blocking `RWLOCK.ACQUIRE key owner mode WAIT 20000` on a connection of its own; its
+/// reply arrives on the returned channel.
+pub fn waiter(server: &Server, key: &str, owner: &str, mode: &str) -> mpsc::Receiver<Value> {
+    let mut con = server.conn();
+    let args: Vec<String> = ["RWLOCK.ACQUIRE", key, owner, mode, "WAIT", "20000"]
+        .map(str::to_owned)
+        .to_vec();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(raw(&mut con, &args));
+        // Kept open: a closed connection would leave its queue or give its grant back.
+        thread::sleep(Duration::from_secs(30));
+    });
+    rx
+}
+
+/// Waits until `n` waits are queued on `key`.
+pub fn queued(con: &mut redis::Connection, key: &str, n: i64) {
+    assert!(
+        wait_until(LIMIT, || waiters(con, key) == n),
+        "hung: {n} waiters never queued on {key}"
+    );
+}
+
+pub fn granted(rx: &mpsc::Receiver<Value>) -> i64 {
+    match rx.recv_timeout(LIMIT) {
+        Ok(Value::Int(token)) => token,
+        other => panic!("expected a token, got {other:?}"),
+    }
+}
+
+pub fn still_waiting(rx: &mpsc::Receiver<Value>) {
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
 }

@@ -1,0 +1,97 @@
+//! Read-write locks pass the same gate: a promoted replica holds their fresh holdings back
+//! for the failover delay, and a read-write lock evicted with waiters is not handed on.
+
+use std::time::{Duration, Instant};
+
+use redis::Value;
+
+use super::support::{info_field, int, raw, Server};
+use super::wire::Reply;
+use super::{enqueue_command, rlock_info};
+
+const DELAY_MS: u64 = 3000;
+
+#[test]
+fn a_promoted_replica_grants_no_read_write_holding_before_the_failover_delay_ends() {
+    let master = Server::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let replica = master.replica();
+    let mut m = master.conn();
+    int(
+        &mut m,
+        &["RWLOCK.ACQUIRE", "L", "r", "READ", "LEASE", "300"],
+    );
+    assert_eq!(int(&mut m, &["WAIT", "1", "5000"]), 1);
+    master.signal("KILL");
+    let mut r = replica.conn();
+    let delay = DELAY_MS.to_string();
+    let set = ["CONFIG", "SET", "rlock.failover-delay", &delay];
+    assert_eq!(raw(&mut r, &set), Value::Okay);
+    assert_eq!(raw(&mut r, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
+    let at = Instant::now();
+    // A free key: nothing fresh during the delay.
+    let nil = raw(&mut r, &["RWLOCK.ACQUIRE", "free", "x", "READ"]);
+    assert_eq!(nil, Value::Nil);
+    let mut w = enqueue_command(
+        &replica,
+        &["RWLOCK.ACQUIRE", "L", "w", "WRITE", "WAIT", "20000"],
+    );
+    // r's lease ends after 300 ms; the writer waits for the delay all the same.
+    let quiet = Duration::from_millis(DELAY_MS - 300).saturating_sub(at.elapsed());
+    assert_eq!(
+        w.reply_within(quiet),
+        None,
+        "granted during the failover delay"
+    );
+    match w.reply() {
+        Reply::Int(t) => assert!(t > 0),
+        other => panic!("w got {other:?}"),
+    }
+    assert!(at.elapsed() >= Duration::from_millis(DELAY_MS - 100));
+}
+
+#[test]
+fn a_read_write_lock_evicted_with_waiters_is_not_handed_on() {
+    let server = Server::start_with(&["--maxmemory-policy", "volatile-ttl"]);
+    let mut con = server.conn();
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "L", "w", "WRITE", "LEASE", "60000"],
+    );
+    let mut waiters: Vec<_> = (0..5)
+        .map(|i| {
+            let owner = format!("r{i}");
+            let cmd = ["RWLOCK.ACQUIRE", "L", &owner, "READ", "WAIT", "0"];
+            enqueue_command(&server, &cmd)
+        })
+        .collect();
+    let used: i64 = info_field(&mut con, "memory", "used_memory")
+        .and_then(|v| v.parse().ok())
+        .expect("used_memory");
+    let limit = (used - 100_000).to_string();
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", &limit]),
+        Value::Okay
+    );
+    for (i, waiter) in waiters.iter_mut().enumerate() {
+        let started = Instant::now();
+        let reply = loop {
+            raw(&mut con, &["PING"]);
+            if let Some(reply) = waiter.reply_within(Duration::from_millis(20)) {
+                break reply;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "waiter {i} got no reply"
+            );
+        };
+        match reply {
+            Reply::Error(e) => assert!(e.starts_with("OOM rlock: the lock was evicted"), "{e}"),
+            other => panic!("waiter {i} of an evicted lock got {other:?}"),
+        }
+    }
+    assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
+        Value::Okay
+    );
+}
