@@ -13,7 +13,9 @@
 //! a plain one); `waiting.rs` scenario 9 (waiting at scale: `waits.rs` many waits held by
 //! one client process, `handoffs.rs` contended handoffs, `resp3.rs` the tickets' raw RESP3
 //! connection); `mixed.rs` scenario 10 (native and Redisson-style waiters on one key);
-//! `server.rs` the server and its statistics;
+//! `rwlock.rs` scenario 11 (a read-mostly read-write lock against Redisson's
+//! `RReadWriteLock` scripts, `rw_table.rs` its figures); `server.rs` the server and its
+//! statistics;
 //! `report.rs` the table.
 
 mod client_waits;
@@ -28,6 +30,10 @@ mod redlock;
 mod report;
 mod resp3;
 mod rows;
+#[path = "../../tests/support/redisson_rwlock.rs"]
+mod rw_scripts;
+mod rw_table;
+mod rwlock;
 mod server;
 mod side;
 mod suite;
@@ -49,7 +55,8 @@ const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)
        rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)
        rlock-bench handoffs PORT tickets|block SECONDS       (scenario 9's contended handoffs, against a running server)
-       rlock-bench mixed SECONDS                             (scenario 10 alone, on a server started here)";
+       rlock-bench mixed SECONDS                             (scenario 10 alone, on a server started here)
+       rlock-bench rwlock SECONDS                            (scenario 11 alone, on a server started here)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -63,6 +70,8 @@ fn main() -> ExitCode {
         Some("waits") => waits::process_main(&args[1..]),
         Some("handoffs") => handoffs_alone(&args[1..]),
         Some("mixed") => mixed_alone(&args[1..]),
+        Some("rwlock") => rwlock_alone(&args[1..]),
+        Some("rw-worker") => rwlock::worker_main(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -164,6 +173,20 @@ fn mixed_alone(args: &[String]) -> Result<(), String> {
     let run = mixed::run(server.port(), Duration::from_secs_f64(seconds));
     let mut table = String::new();
     mixed::table(&mut table, &run);
+    println!("{table}");
+    Ok(())
+}
+
+/// `rwlock SECONDS`: scenario 11 alone, on a server started here.
+fn rwlock_alone(args: &[String]) -> Result<(), String> {
+    let [seconds] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
+    let server = server::BenchServer::start(&module()?)?;
+    let runs = rwlock::run(server.port(), Duration::from_secs_f64(seconds));
+    let mut table = String::new();
+    rw_table::table(&mut table, &runs);
     println!("{table}");
     Ok(())
 }

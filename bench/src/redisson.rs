@@ -2,9 +2,10 @@
 //! (subscribed to the lock's channel) tries again and sleeps on a semaphore until an
 //! unlock message releases one permit or the returned TTL runs out, and retries.
 //! `LockPubSub` releases one permit per `0` message in each client process, so each
-//! release wakes one waiting thread per process.
+//! release wakes one waiting thread per process; a `1` (a read-write lock's write unlock)
+//! releases a permit for every thread waiting then.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ use crate::side::{Scripts, Side, LEASE_MS};
 #[derive(Default)]
 pub struct Latch {
     permits: Mutex<u64>,
+    /// Threads in [`Latch::try_acquire`] now.
+    sleepers: AtomicU64,
     freed: Condvar,
     closed: AtomicBool,
 }
@@ -27,8 +30,22 @@ impl Latch {
         self.freed.notify_one();
     }
 
+    /// A permit for every thread waiting now.
+    pub fn release_all(&self) {
+        let mut permits = self.permits.lock().unwrap_or_else(|p| p.into_inner());
+        *permits += self.sleepers.load(Ordering::SeqCst);
+        self.freed.notify_all();
+    }
+
     /// Takes a permit, waiting at most `timeout`; false on timeout or when closed.
     pub fn try_acquire(&self, timeout: Duration) -> bool {
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let took = self.take(timeout);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        took
+    }
+
+    fn take(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut permits = self.permits.lock().unwrap_or_else(|p| p.into_inner());
         loop {
@@ -63,7 +80,8 @@ impl Latch {
 }
 
 /// The process's pub/sub connection: subscribes to `channel` and releases one permit
-/// of `latch` per unlock message, until the latch is closed.
+/// of `latch` per `0` message and one per waiting thread per `1` message, until the latch
+/// is closed.
 pub fn listen(port: u16, channel: &str, latch: Arc<Latch>) -> redis::RedisResult<JoinHandle<()>> {
     let mut con = crate::server::connect(port)?;
     con.set_read_timeout(Some(Duration::from_millis(50)))?;
@@ -76,6 +94,7 @@ pub fn listen(port: u16, channel: &str, latch: Arc<Latch>) -> redis::RedisResult
         while !latch.is_closed() {
             match pubsub.get_message() {
                 Ok(msg) if msg.get_payload_bytes() == b"0" => latch.release(),
+                Ok(msg) if msg.get_payload_bytes() == b"1" => latch.release_all(),
                 Ok(_) => {}
                 Err(e) if e.is_timeout() => {}
                 Err(_) => return,

@@ -42,6 +42,7 @@ pub fn render(r: &Results) -> String {
     let others = crate::suite::others(&r.uncontended[0].1[1], &r.contended[0]);
     crate::waiting_table::table(&mut out, &r.waiting, &others);
     crate::mixed::table(&mut out, &r.mixed);
+    crate::rw_table::table(&mut out, &r.rw);
     out
 }
 

@@ -31,7 +31,7 @@ impl Row {
     }
 }
 
-fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v.is_infinite() {
         "∞".into()
     } else if v.abs() >= 100.0 {
@@ -43,7 +43,7 @@ fn num(v: f64) -> String {
     }
 }
 
-fn ratio(rlock: f64, lua: f64) -> String {
+pub fn ratio(rlock: f64, lua: f64) -> String {
     if lua > 0.0 && rlock >= 0.0 && rlock.is_finite() {
         format!("×{:.2}", rlock / lua)
     } else {

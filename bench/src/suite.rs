@@ -7,6 +7,8 @@ use crate::crash;
 use crate::fenced;
 use crate::mixed::{self, Mixed};
 use crate::redlock;
+use crate::rw_table::RwRun;
+use crate::rwlock;
 use crate::server::{info, BenchServer};
 use crate::side::{Scripts, Side};
 use crate::uncontended;
@@ -74,6 +76,8 @@ pub struct Results {
     pub waiting: Result<Waiting, String>,
     /// Scenario 10: native and Redisson-style waiters on one key.
     pub mixed: Mixed,
+    /// Scenario 11: a read-mostly read-write lock, [Redisson-style, rlock].
+    pub rw: [RwRun; 2],
 }
 
 const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
@@ -135,6 +139,8 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let waiting = waiting::run(port, plan.waits, plan.duration / 3);
     eprintln!("scenario 10: native and Redisson-style waiters on one key");
     let mixed = mixed::run(port, plan.duration);
+    eprintln!("scenario 11: a read-mostly read-write lock");
+    let rw = rwlock::run(port, plan.duration);
     Results {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         redis_version: info(&mut con, &["server"])
@@ -152,6 +158,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         fenced,
         waiting,
         mixed,
+        rw,
     }
 }
 
