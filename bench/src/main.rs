@@ -25,6 +25,7 @@ mod crash;
 mod fenced;
 mod handoffs;
 mod mixed;
+mod numbers;
 mod redisson;
 mod redlock;
 mod report;
@@ -32,6 +33,7 @@ mod resp3;
 mod rows;
 #[path = "../../tests/support/redisson_rwlock.rs"]
 mod rw_scripts;
+mod rw_side;
 mod rw_table;
 mod rwlock;
 mod server;

@@ -1,6 +1,7 @@
 //! The rows of the report's main table: each metric for both sides and their ratio.
 
 use crate::contended;
+use crate::numbers::{num, ratio};
 use crate::suite::Results;
 use crate::uncontended;
 
@@ -28,26 +29,6 @@ impl Row {
     fn plain(mut self, plain: String) -> Row {
         self.plain = plain;
         self
-    }
-}
-
-pub fn num(v: f64) -> String {
-    if v.is_infinite() {
-        "∞".into()
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-pub fn ratio(rlock: f64, lua: f64) -> String {
-    if lua > 0.0 && rlock >= 0.0 && rlock.is_finite() {
-        format!("×{:.2}", rlock / lua)
-    } else {
-        "—".into()
     }
 }
 

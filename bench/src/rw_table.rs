@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::clock::percentile;
-use crate::rows::{num, ratio};
-use crate::rwlock::{RwSide, CONTENDERS, PROCESSES, READ_PERCENT};
+use crate::numbers::{num, ratio};
+use crate::rw_side::{RwSide, CONTENDERS, PROCESSES, READ_PERCENT};
 use crate::server::Delta;
 
 /// One attempt of one contender; `acquired_ns` is 0 when the run's end cut it short.

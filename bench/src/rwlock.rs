@@ -23,42 +23,10 @@ use redis::{ConnectionLike, Value};
 use crate::clock::{cpu_seconds, now_ns, sleep_until};
 use crate::redisson::{self, Latch};
 use crate::rw_scripts::{self as scripts, Holder};
+use crate::rw_side::{RwSide, CONTENDERS, PROCESSES, READ_PERCENT};
 use crate::rw_table::{summarize, Attempt, RwRun};
 use crate::server::{connect, Delta, Snapshot};
 use crate::side::LEASE_MS;
-
-pub const CONTENDERS: usize = 64;
-pub const PROCESSES: usize = 4;
-pub const READ_PERCENT: u64 = 90;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RwSide {
-    Redisson,
-    Rlock,
-}
-
-impl RwSide {
-    pub fn name(self) -> &'static str {
-        match self {
-            RwSide::Redisson => "redisson",
-            RwSide::Rlock => "rlock",
-        }
-    }
-
-    fn parse(name: &str) -> Option<RwSide> {
-        [RwSide::Redisson, RwSide::Rlock]
-            .into_iter()
-            .find(|s| s.name() == name)
-    }
-
-    /// The commands whose `INFO commandstats` time is this side's server time.
-    pub fn top_level_commands(self) -> &'static [&'static str] {
-        match self {
-            RwSide::Redisson => &["evalsha"],
-            RwSide::Rlock => &["rwlock.acquire", "rwlock.release"],
-        }
-    }
-}
 
 /// Both sides, one after the other, on the server at `port`: [Redisson-style, rlock].
 pub fn run(port: u16, duration: Duration) -> [RwRun; 2] {
