@@ -99,7 +99,7 @@ const CORE_LAYERS: Layers = &[(
         &["error"],
         &["args", "registry"],
         &["lock", "rwlock", "receivers"],
-        &["parse"],
+        &["parse", "rwglance"],
         &["fence"],
     ],
 )];

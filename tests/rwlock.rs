@@ -312,13 +312,15 @@ fn the_hash_is_redissons_layout_with_mode_write_for_redisson_clients() {
     let t = int(&mut con, &["RWLOCK.ACQUIRE", "k", "r", "READ"]);
     let fields = hgetall(&mut con, b"k");
     let keys: Vec<&[u8]> = fields.keys().map(Vec::as_slice).collect();
-    assert_eq!(keys, vec![&b"@h:r"[..], b"mode", b"r"]);
+    assert_eq!(keys, vec![&b"@h:r"[..], b"@w", b"mode", b"r"]);
+    assert_eq!(fields[&b"@w"[..]], b"");
     assert_eq!(fields[&b"mode"[..]], b"write");
     assert_eq!(fields[&b"r"[..]], b"1");
     assert!(String::from_utf8_lossy(&fields[&b"@h:r"[..]]).starts_with(&format!("{t} ")));
     let t2 = int(&mut con, &["RWLOCK.ACQUIRE", "k2", "w", "WRITE"]);
     let fields = hgetall(&mut con, b"k2");
     assert_eq!(fields[&b"w:write"[..]], b"1");
+    assert_eq!(fields[&b"@w"[..]], b"w");
     let _: Holder = holders(&rw_info(&mut con, "k2"))[0].clone();
     assert_eq!(holders(&rw_info(&mut con, "k2"))[0].3, t2);
 }

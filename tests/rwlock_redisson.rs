@@ -95,7 +95,8 @@ fn rlock_reader_shows_write_mode_and_redisson_waits() {
     let mut sub = Subscriber::plain(&server, rw::channel("rw:r").as_bytes());
     let token = int(&mut con, &acquire("rw:r", "app-1", false, None));
     let fields = layout(&mut con, "rw:r", "app-1", token);
-    assert_eq!(fields, hash_of(&[(b"app-1", b"1"), (b"mode", b"write")]));
+    let expected: [(&[u8], &[u8]); 3] = [(b"@w", b""), (b"app-1", b"1"), (b"mode", b"write")];
+    assert_eq!(fields, hash_of(&expected));
     redisson_waits(&mut con, "rw:r");
     assert_eq!(
         int(&mut con, &["RWLOCK.RELEASE", "rw:r", "app-1", "READ"]),
@@ -117,13 +118,18 @@ fn rlock_writer_shows_write_mode_and_redisson_waits() {
     let mut con = server.conn();
     let token = int(&mut con, &acquire("rw:w", "app-1", true, None));
     let fields = layout(&mut con, "rw:w", "app-1", token);
-    let expected: [(&[u8], &[u8]); 2] = [(b"app-1:write", b"1"), (b"mode", b"write")];
+    let expected: [(&[u8], &[u8]); 3] = [
+        (b"@w", b"app-1"),
+        (b"app-1:write", b"1"),
+        (b"mode", b"write"),
+    ];
     assert_eq!(fields, hash_of(&expected));
     redisson_waits(&mut con, "rw:w");
     // The writer takes a read hold too: its token, and both counts in the hash.
     assert_eq!(int(&mut con, &acquire("rw:w", "app-1", false, None)), token);
     let fields = layout(&mut con, "rw:w", "app-1", token);
-    let expected: [(&[u8], &[u8]); 3] = [
+    let expected: [(&[u8], &[u8]); 4] = [
+        (b"@w", b"app-1"),
         (b"app-1", b"1"),
         (b"app-1:write", b"1"),
         (b"mode", b"write"),

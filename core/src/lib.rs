@@ -34,6 +34,7 @@ pub mod parse;
 pub mod receivers;
 pub mod registry;
 pub mod reply;
+pub mod rwglance;
 pub mod rwlock;
 pub mod stall;
 pub mod token;

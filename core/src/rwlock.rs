@@ -17,14 +17,16 @@ pub const MODE_FIELD: &[u8] = b"mode";
 /// What the module writes in `mode`: to a Redisson client the lock is held by someone
 /// else, exclusively, whatever rlock's holders hold (so it never joins them).
 pub const MODE_VALUE: &[u8] = b"write";
+/// The module's mark on the read-write locks it writes: the writer's owner, or empty.
+pub const WRITER_FIELD: &[u8] = b"@w";
 /// The prefix of a holder's `@h:<owner>` field.
 pub const HOLDER_PREFIX: &[u8] = b"@h:";
 /// The suffix of a writer's count field, `<owner>:write`.
 pub const WRITE_SUFFIX: &[u8] = b":write";
 /// Most holders of one read-write lock at once: a reader beyond them waits.
 pub const MAX_HOLDERS: usize = 1024;
-/// Most fields a read-write lock's hash has: `mode` and three per holder.
-pub const MAX_FIELDS: usize = 1 + 3 * MAX_HOLDERS;
+/// Most fields a read-write lock's hash has: `mode`, `@w` and three per holder.
+pub const MAX_FIELDS: usize = 2 + 3 * MAX_HOLDERS;
 
 pub use crate::kind::{Kind, RwMode};
 
@@ -80,6 +82,8 @@ impl RwState {
             let (field, value) = (field.as_ref(), value.as_ref());
             if field == MODE_FIELD {
                 mode = matches!(value, b"read" | b"write");
+            } else if field == WRITER_FIELD {
+                continue;
             } else if let Some(owner) = field.strip_prefix(HOLDER_PREFIX) {
                 let (token, deadline) = parse_meta(value).ok_or(NotARwLock)?;
                 metas.push((owner, token, deadline));

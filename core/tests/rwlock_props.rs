@@ -2,11 +2,13 @@
 //! releases by a few owners (with a queue of waits served in order, as the module serves
 //! it): a write holding never shares the lock with another owner's holding; a reader never
 //! gets in ahead of a queued writer; counts never go negative; every owner's holding keeps
-//! its token until it ends; and the hash written for the state reads back as the same state.
+//! its token until it ends; the hash written for the state reads back as the same state;
+//! and whatever a glance at a few fields decides is what the whole hash decides.
 
 use std::collections::VecDeque;
 
 use proptest::prelude::*;
+use rlock_core::rwglance::{self, Glance, Quick};
 use rlock_core::rwlock::{
     self, meta_value, RwHolder, RwMode, RwRelease, RwState, RwStep, HOLDER_PREFIX, WRITE_SUFFIX,
 };
@@ -117,12 +119,46 @@ fn check(state: &RwState, queue: &VecDeque<(Vec<u8>, RwMode)>) -> Result<(), Tes
             "a queued writer waits on a free lock"
         );
     }
+    glance_agrees(state)?;
     let read = RwState::from_fields(&fields(state)).expect("the written hash reads back");
     let mut a = read.holders.clone();
     let mut b = state.holders.clone();
     a.sort_by(|x, y| x.owner.cmp(&y.owner));
     b.sort_by(|x, y| x.owner.cmp(&y.owner));
     prop_assert_eq!(a, b);
+    Ok(())
+}
+
+/// A glance at `state` for `owner`, as the module's few field lookups see it.
+fn glance_of(state: &RwState, owner: &[u8]) -> Glance {
+    let writer = state.writer();
+    Glance {
+        fields: if state.holders.is_empty() {
+            0
+        } else {
+            fields(state).len() + 1
+        },
+        marked: !state.holders.is_empty(),
+        writer: writer.map(|w| w.owner.clone()),
+        writer_deadline: writer.and_then(|w| w.deadline_ms),
+        mine: state.holder(owner).cloned(),
+    }
+}
+
+fn glance_agrees(state: &RwState) -> Result<(), TestCaseError> {
+    for o in 0..5u8 {
+        let owner = [b'a' + o];
+        let g = glance_of(state, &owner);
+        for (write, queued) in [(false, false), (false, true), (true, false), (true, true)] {
+            let m = mode(write);
+            if let Quick::Decided(step) = rwglance::acquire(&g, &owner, m, queued, 0) {
+                prop_assert_eq!(step, rwlock::acquire(state, &owner, m, queued));
+            }
+            if let Quick::Decided(step) = rwglance::release(&g, &owner, m, None, 0) {
+                prop_assert_eq!(step, rwlock::release(state, &owner, m, None));
+            }
+        }
+    }
     Ok(())
 }
 

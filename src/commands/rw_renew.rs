@@ -11,6 +11,7 @@ use rlock_core::error::LockError;
 use rlock_core::parse::renew::parse;
 use rlock_core::parse::rw;
 use rlock_core::reply::Reply;
+use rlock_core::rwglance::{self, Quick};
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let now = node::now_ms();
@@ -22,6 +23,22 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     gate::renewals(now)?;
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
     let owner = args.name(2)?;
+    let lease = parsed.lease.unwrap_or_else(config::default_lease);
+    if let Quick::Decided(held) = rwglance::renewal(&key.glance(&owner)?, parsed.token, now) {
+        return Ok(Reply::Integer(match held {
+            Some(mut holder) => {
+                holder.deadline_ms = Some(now.saturating_add(lease));
+                key.apply_rw(&entry_of(owner, &holder))?;
+                counters::RENEWED.bump();
+                1
+            }
+            None => {
+                counters::RENEWALS_LOST.bump();
+                0
+            }
+        }));
+    }
+    // A lease that ended, or a hash the module did not write: read it whole.
     let (mut state, pruned) = rw_serve::live_state(ctx, &key)?;
     let held = state
         .holder(parsed.owner)
@@ -29,7 +46,6 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         .cloned();
     let renewed = match held {
         Some(mut holder) => {
-            let lease = parsed.lease.unwrap_or_else(config::default_lease);
             holder.deadline_ms = Some(now.saturating_add(lease));
             key.apply_rw(&entry_of(owner, &holder))?;
             state.put(holder);

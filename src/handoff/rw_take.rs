@@ -10,11 +10,12 @@ use crate::handoff::door::{self, Claim, Door};
 use crate::handoff::{expiry, rw_serve};
 use crate::host::gate::{self, Verdict};
 use crate::host::node;
-use crate::store::{entry_of, LockKey, Mode, Name, Over};
+use crate::store::{entry_of, publish, LockKey, Mode, Name, Over};
 use crate::waits::queues;
 use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::registry::Db;
+use rlock_core::rwglance::{self, Quick};
 use rlock_core::rwlock::{self, Kind, RwHolder, RwMode, RwRelease, RwState, RwStep};
 
 /// What an acquisition found, before any waiting.
@@ -31,7 +32,8 @@ pub enum RwAttempt {
 }
 
 /// Acquires or reenters `mode` of the read-write lock `key_name` for `owner`, with a
-/// lease of `lease` ms, if it can now.
+/// lease of `lease` ms, if it can now. Most calls decide from a few field lookups; the rest
+/// read the whole hash.
 pub fn attempt(
     ctx: *mut raw::RedisModuleCtx,
     key_name: *mut raw::RedisModuleString,
@@ -40,6 +42,27 @@ pub fn attempt(
 ) -> Result<RwAttempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
+    let queued = queues::queue_len(db, key.name()) > 0;
+    let glance = key.glance(&owner)?;
+    match rwglance::acquire(&glance, owner.bytes, mode, queued, node::now_ms()) {
+        Quick::Decided(step) => {
+            let taken = Taken {
+                others: glance.fields > 0,
+                check_at: glance.writer_deadline,
+            };
+            decide(ctx, (key, db), owner, (mode, lease), (step, taken))
+        }
+        Quick::Slow => attempt_whole(ctx, (key, db), owner, (mode, lease)),
+    }
+}
+
+/// [`attempt`] on the whole hash: lapsed holders out, the queue served first.
+fn attempt_whole(
+    ctx: *mut raw::RedisModuleCtx,
+    (key, db): (LockKey, Db),
+    owner: Name<'_>,
+    (mode, lease): (RwMode, i64),
+) -> Result<RwAttempt, LockError> {
     let (mut state, pruned) = rw_serve::live_state(ctx, &key)?;
     if queues::queue_len(db, key.name()) > 0 {
         let freed = pruned && state.holders.is_empty();
@@ -49,18 +72,40 @@ pub fn attempt(
         state = key.read_rw()?.unwrap_or_default();
     }
     let queued = queues::queue_len(db, key.name()) > 0;
-    let check_at = state.next_deadline();
-    match rwlock::acquire(&state, owner.bytes, mode, queued) {
-        RwStep::Fresh => {
-            match take_free(ctx, &key, owner, (mode, lease), !state.holders.is_empty())? {
-                Ok(token) => Ok(RwAttempt::Held(token)),
-                Err(later) => Ok(RwAttempt::Contended {
-                    key,
-                    db,
-                    check_at: later.or(check_at),
-                }),
-            }
-        }
+    let step = rwlock::acquire(&state, owner.bytes, mode, queued);
+    let taken = Taken {
+        others: !state.holders.is_empty(),
+        check_at: state.next_deadline(),
+    };
+    decide(ctx, (key, db), owner, (mode, lease), (step, taken))
+}
+
+/// What the lock was found holding, for [`decide`].
+struct Taken {
+    /// Someone holds it (a fresh holding is written beside others).
+    others: bool,
+    /// When to check it again if the caller waits: the first lease to end, if known.
+    check_at: Option<i64>,
+}
+
+/// Carries out `step` for `owner`.
+fn decide(
+    ctx: *mut raw::RedisModuleCtx,
+    (key, db): (LockKey, Db),
+    owner: Name<'_>,
+    (mode, lease): (RwMode, i64),
+    (step, taken): (RwStep, Taken),
+) -> Result<RwAttempt, LockError> {
+    let check_at = taken.check_at;
+    match step {
+        RwStep::Fresh => match take_free(ctx, &key, owner, (mode, lease), taken.others)? {
+            Ok(token) => Ok(RwAttempt::Held(token)),
+            Err(later) => Ok(RwAttempt::Contended {
+                key,
+                db,
+                check_at: later.or(check_at),
+            }),
+        },
         RwStep::Reenter {
             reads,
             writes,
@@ -120,6 +165,59 @@ fn take_free(
 /// mode, or `None` if it held none. A holder's last hold ends its holding; a writer's last
 /// write hold lets queued readers join; the queue is served and checked again as needed.
 pub fn release(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &LockKey,
+    owner: Name<'_>,
+    (mode, token): (RwMode, Option<i64>),
+) -> Result<Option<i64>, LockError> {
+    let glance = key.glance(&owner)?;
+    let step = match rwglance::release(&glance, owner.bytes, mode, token, node::now_ms()) {
+        Quick::Decided(step) => step,
+        Quick::Slow => return release_whole(ctx, key, owner, (mode, token)),
+    };
+    let left = match (step, glance.mine) {
+        (RwRelease::NotHeld, _) | (_, None) => return Ok(None),
+        (RwRelease::Gone, Some(_)) => {
+            let exists = key.apply_rw(&rw_serve::gone(owner))?;
+            changed(ctx, key, exists)?;
+            0
+        }
+        (
+            RwRelease::Remaining {
+                reads,
+                writes,
+                left,
+            },
+            Some(mut holder),
+        ) => {
+            let downgraded = holder.writes > 0 && writes == 0;
+            (holder.reads, holder.writes) = (reads, writes);
+            key.apply_rw(&entry_of(owner, &holder))?;
+            if downgraded {
+                changed(ctx, key, true)?;
+            }
+            left
+        }
+    };
+    counters::RELEASED.bump();
+    Ok(Some(left))
+}
+
+/// After a release decided at a glance: the queue (if any) is served from the whole hash;
+/// a lock left with no holder and no queue is published free.
+fn changed(ctx: *mut raw::RedisModuleCtx, key: &LockKey, exists: bool) -> Result<(), LockError> {
+    if queues::queue_len(node::selected_db(ctx), key.name()) > 0 {
+        let (state, _) = rw_serve::live_state(ctx, key)?;
+        return after_change(ctx, key, state, true);
+    }
+    if !exists && !node::replayed_in_cluster(ctx) {
+        publish::rw_release_message(ctx, key.name())?;
+    }
+    Ok(())
+}
+
+/// [`release`] on the whole hash, lapsed holders taken out first.
+fn release_whole(
     ctx: *mut raw::RedisModuleCtx,
     key: &LockKey,
     owner: Name<'_>,

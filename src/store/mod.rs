@@ -181,7 +181,7 @@ impl LockKey {
     }
 
     /// Takes ownership of a string the module API returned (null: none).
-    fn adopt(&self, s: *mut raw::RedisModuleString) -> Option<OwnedString> {
+    pub(super) fn adopt(&self, s: *mut raw::RedisModuleString) -> Option<OwnedString> {
         (!s.is_null()).then(|| OwnedString::adopt(self.ctx, s))
     }
 

@@ -2,7 +2,9 @@
 //! write replicated as one `RWLOCK.APPLY key owner reads writes token unix-ms`, which makes
 //! that holder exactly so (0 and 0: gone) on a replica or in an AOF, whatever time it is
 //! there. A write that leaves no holder deletes the key. The key's TTL never falls below a
-//! holder's lease: it is raised to each new deadline, and stays when a holder leaves.
+//! holder's lease: it is raised to each new deadline, and stays when a holder leaves. The
+//! `@w` field marks the hashes the module writes and names the writer; with it, most
+//! commands look up a few fields ([`LockKey::glance`]) instead of reading the whole hash.
 
 use std::ffi::c_int;
 use std::ptr;
@@ -14,9 +16,12 @@ use super::{LockKey, Name};
 use crate::host::config;
 use crate::host::ffi::{api, kept, OwnedString};
 use crate::host::node;
+use rlock_core::args::strict_i64;
 use rlock_core::error::LockError;
+use rlock_core::rwglance::Glance;
 use rlock_core::rwlock::{
-    meta_value, RwHolder, RwState, HOLDER_PREFIX, MAX_FIELDS, MODE_FIELD, MODE_VALUE, WRITE_SUFFIX,
+    meta_value, parse_meta, RwHolder, RwState, HOLDER_PREFIX, MAX_FIELDS, MODE_FIELD, MODE_VALUE,
+    WRITER_FIELD, WRITE_SUFFIX,
 };
 use rlock_core::token::TOKENS;
 
@@ -56,6 +61,101 @@ impl LockKey {
         Ok(Some(state))
     }
 
+    /// A few field lookups: the `@w` mark, `owner`'s own fields, and the writer's lease
+    /// (`fields` 0: no key; `WRONGTYPE` when the key is not a hash).
+    pub fn glance(&self, owner: &Name<'_>) -> Result<Glance, LockError> {
+        let key_type = api!(RedisModule_KeyType);
+        let value_length = api!(RedisModule_ValueLength);
+        if self.key.is_null() {
+            return Ok(Glance::default());
+        }
+        match unsafe { key_type(self.key) } as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(Glance::default()),
+            raw::REDISMODULE_KEYTYPE_HASH => {}
+            _ => return Err(LockError::WrongType),
+        }
+        let fields = unsafe { value_length(self.key) };
+        let names = HolderFields::new(self.ctx, owner.bytes)?;
+        let [w, meta, reads, writes] =
+            self.get4([writer_field()?, names.meta.0, owner.raw, names.write.0]);
+        let Some(w) = w else {
+            return Ok(Glance {
+                fields,
+                ..Glance::default()
+            });
+        };
+        let count =
+            |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes())).unwrap_or(0);
+        let mine = meta
+            .as_ref()
+            .and_then(|m| parse_meta(m.bytes()))
+            .map(|(token, deadline)| RwHolder {
+                owner: owner.bytes.to_vec(),
+                reads: count(&reads),
+                writes: count(&writes),
+                token,
+                deadline_ms: Some(deadline),
+            });
+        if let Some(h) = &mine {
+            TOKENS.learn(h.token, config::token_gap());
+        }
+        let writer = (!w.bytes().is_empty()).then(|| w.bytes().to_vec());
+        let writer_deadline = match &writer {
+            Some(writer) if writer != owner.bytes => self.deadline_of(writer)?,
+            _ => None,
+        };
+        Ok(Glance {
+            fields,
+            marked: true,
+            writer,
+            writer_deadline,
+            mine,
+        })
+    }
+
+    /// The lease end of `owner`'s holding, from its `@h:` field.
+    fn deadline_of(&self, owner: &[u8]) -> Result<Option<i64>, LockError> {
+        let meta = OwnedString::new(self.ctx, &[HOLDER_PREFIX, owner].concat())?;
+        let [value, ..] = self.get4([meta.0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut()]);
+        Ok(value
+            .and_then(|v| parse_meta(v.bytes()))
+            .map(|(_, deadline)| deadline))
+    }
+
+    /// The values of up to four fields (a null name ends the list) in one lookup.
+    fn get4(&self, names: [*mut raw::RedisModuleString; 4]) -> [Option<OwnedString>; 4] {
+        let mut out: [*mut raw::RedisModuleString; 4] = [ptr::null_mut(); 4];
+        if let Some(hash_get) = unsafe { raw::RedisModule_HashGet } {
+            let [o0, o1, o2, o3] = &mut out;
+            let end = ptr::null_mut::<raw::RedisModuleString>();
+            unsafe {
+                match names {
+                    [a, b, c, d] if !b.is_null() => hash_get(
+                        self.key,
+                        raw::REDISMODULE_HASH_NONE as c_int,
+                        a,
+                        o0 as *mut _,
+                        b,
+                        o1 as *mut _,
+                        c,
+                        o2 as *mut _,
+                        d,
+                        o3 as *mut _,
+                        end,
+                    ),
+                    [a, ..] => hash_get(
+                        self.key,
+                        raw::REDISMODULE_HASH_NONE as c_int,
+                        a,
+                        o0 as *mut _,
+                        end,
+                    ),
+                };
+            }
+        }
+        out.map(|s| self.adopt(s))
+    }
+
     /// Makes `entry` the holding of its owner (or takes the owner out), replicated as one
     /// `RWLOCK.APPLY`; deletes the key when no holder is left. Returns whether the key
     /// still exists.
@@ -89,9 +189,24 @@ impl LockKey {
         let value_length = api!(RedisModule_ValueLength);
         let gone = entry.reads == 0 && entry.writes == 0;
         let owner = entry.owner.bytes;
-        let write_field = OwnedString::new(self.ctx, &[owner, WRITE_SUFFIX].concat())?;
-        let meta_field = OwnedString::new(self.ctx, &[HOLDER_PREFIX, owner].concat())?;
+        let names = HolderFields::new(self.ctx, owner)?;
+        let (write_field, meta_field) = (&names.write, &names.meta);
         let meta = OwnedString::new(self.ctx, &meta_value(entry.token, entry.deadline_ms))?;
+        // The mark names the writer; it is left as it is unless this holder starts or stops
+        // being the writer.
+        let [current, ..] = self.get4([
+            writer_field()?,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        ]);
+        let current = current.as_ref().map_or(&[][..], OwnedString::bytes);
+        let writer: &[u8] = match (entry.writes > 0, current == owner) {
+            (true, _) => owner,
+            (false, true) => &[],
+            (false, false) => current,
+        };
+        let writer = OwnedString::new(self.ctx, writer)?;
         let reads = count_or_delete(self.ctx, entry.reads)?;
         let writes = count_or_delete(self.ctx, entry.writes)?;
         let meta_raw = if gone { deleted() } else { meta.0 };
@@ -102,6 +217,8 @@ impl LockKey {
                 flags,
                 mode_field()?,
                 mode_value()?,
+                writer_field()?,
+                writer.0,
                 entry.owner.raw,
                 reads.raw(),
                 write_field.0,
@@ -111,7 +228,8 @@ impl LockKey {
                 ptr::null_mut::<raw::RedisModuleString>(),
             );
         }
-        if unsafe { value_length(self.key) } <= 1 {
+        // `mode` and `@w` alone: nobody holds it.
+        if unsafe { value_length(self.key) } <= 2 {
             self.delete_locally()?;
             return Ok(false);
         }
@@ -173,6 +291,26 @@ fn deleted() -> *mut raw::RedisModuleString {
 fn mode_field() -> Result<*mut raw::RedisModuleString, LockError> {
     static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
     kept(&FIELD, MODE_FIELD)
+}
+
+fn writer_field() -> Result<*mut raw::RedisModuleString, LockError> {
+    static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+    kept(&FIELD, WRITER_FIELD)
+}
+
+/// The names of a holder's `<owner>:write` and `@h:<owner>` fields.
+struct HolderFields {
+    write: OwnedString,
+    meta: OwnedString,
+}
+
+impl HolderFields {
+    fn new(ctx: *mut raw::RedisModuleCtx, owner: &[u8]) -> Result<HolderFields, LockError> {
+        Ok(HolderFields {
+            write: OwnedString::new(ctx, &[owner, WRITE_SUFFIX].concat())?,
+            meta: OwnedString::new(ctx, &[HOLDER_PREFIX, owner].concat())?,
+        })
+    }
 }
 
 fn mode_value() -> Result<*mut raw::RedisModuleString, LockError> {
