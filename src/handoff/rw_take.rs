@@ -16,7 +16,7 @@ use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::registry::Db;
 use rlock_core::rwglance::{self, Quick};
-use rlock_core::rwlock::{self, Kind, RwHolder, RwMode, RwRelease, RwState, RwStep};
+use rlock_core::rwlock::{self, Kind, RwHolder, RwMode, RwRelease, RwState, RwStep, MAX_HOLDERS};
 
 /// What an acquisition found, before any waiting.
 pub enum RwAttempt {
@@ -175,11 +175,14 @@ pub fn release(
         Quick::Decided(step) => step,
         Quick::Slow => return release_whole(ctx, key, owner, (mode, token)),
     };
+    // A reader leaving a lock others still hold serves nobody: the first queued wait is a
+    // writer (a reader would have come in), unless readers were at the limit.
+    let near_limit = glance.fields.saturating_sub(2) / 2 + 1 >= MAX_HOLDERS;
     let left = match (step, glance.mine) {
         (RwRelease::NotHeld, _) | (_, None) => return Ok(None),
-        (RwRelease::Gone, Some(_)) => {
+        (RwRelease::Gone, Some(holder)) => {
             let exists = key.apply_rw(&rw_serve::gone(owner))?;
-            changed(ctx, key, exists)?;
+            changed(ctx, key, exists, holder.writes > 0 || near_limit)?;
             0
         }
         (
@@ -194,7 +197,7 @@ pub fn release(
             (holder.reads, holder.writes) = (reads, writes);
             key.apply_rw(&entry_of(owner, &holder))?;
             if downgraded {
-                changed(ctx, key, true)?;
+                changed(ctx, key, true, true)?;
             }
             left
         }
@@ -203,17 +206,27 @@ pub fn release(
     Ok(Some(left))
 }
 
-/// After a release decided at a glance: the queue (if any) is served from the whole hash;
-/// a lock left with no holder and no queue is published free.
-fn changed(ctx: *mut raw::RedisModuleCtx, key: &LockKey, exists: bool) -> Result<(), LockError> {
-    if queues::queue_len(node::selected_db(ctx), key.name()) > 0 {
-        let (state, _) = rw_serve::live_state(ctx, key)?;
-        return after_change(ctx, key, state, true);
+/// After a release decided at a glance: a lock left with no holder goes to its queue, or is
+/// published free; one still held is served from the whole hash when the release may let
+/// the first wait in (`may_serve`: a writer left, or readers were at the limit).
+fn changed(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &LockKey,
+    exists: bool,
+    may_serve: bool,
+) -> Result<(), LockError> {
+    let queued = queues::queue_len(node::selected_db(ctx), key.name()) > 0;
+    match (exists, queued) {
+        (false, true) => after_change(ctx, key, RwState::default(), true),
+        (false, false) if !node::replayed_in_cluster(ctx) => {
+            publish::rw_release_message(ctx, key.name())
+        }
+        (true, true) if may_serve => {
+            let (state, _) = rw_serve::live_state(ctx, key)?;
+            after_change(ctx, key, state, true)
+        }
+        _ => Ok(()),
     }
-    if !exists && !node::replayed_in_cluster(ctx) {
-        publish::rw_release_message(ctx, key.name())?;
-    }
-    Ok(())
 }
 
 /// [`release`] on the whole hash, lapsed holders taken out first.
