@@ -131,18 +131,10 @@ impl LockKey {
     /// Reads the lock knowing who asks: when `owner` holds it, two field lookups replace
     /// the scan of the hash.
     pub fn read_as(&self, owner: &Name<'_>) -> Result<Option<Holding>, LockError> {
-        let key_type = api!(RedisModule_KeyType);
-        let value_length = api!(RedisModule_ValueLength);
         let hash_get = api!(RedisModule_HashGet);
-        if self.key.is_null() {
+        let Some(len) = self.hash_len()? else {
             return Ok(None);
-        }
-        match unsafe { key_type(self.key) } as isize {
-            raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(None),
-            raw::REDISMODULE_KEYTYPE_HASH => {}
-            _ => return Err(LockError::WrongType),
-        }
-        let len = unsafe { value_length(self.key) };
+        };
         if owner.bytes.first() == Some(&b'@') || !(1..=2).contains(&len) {
             return self.read();
         }
@@ -177,6 +169,21 @@ impl LockKey {
             }
             // Not held by `owner`, or not a lock: the full read says which.
             None => self.read(),
+        }
+    }
+
+    /// The number of fields of the hash at the key: `None` when there is no key,
+    /// `WRONGTYPE` when it is not a hash.
+    pub(super) fn hash_len(&self) -> Result<Option<usize>, LockError> {
+        let key_type = api!(RedisModule_KeyType);
+        let value_length = api!(RedisModule_ValueLength);
+        if self.key.is_null() {
+            return Ok(None);
+        }
+        match unsafe { key_type(self.key) } as isize {
+            raw::REDISMODULE_KEYTYPE_EMPTY => Ok(None),
+            raw::REDISMODULE_KEYTYPE_HASH => Ok(Some(unsafe { value_length(self.key) })),
+            _ => Err(LockError::WrongType),
         }
     }
 

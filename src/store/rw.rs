@@ -39,17 +39,9 @@ impl LockKey {
     /// is not a hash, or a hash of another shape (a plain lock). The token counter learns
     /// every holder's token.
     pub fn read_rw(&self) -> Result<Option<RwState>, LockError> {
-        let key_type = api!(RedisModule_KeyType);
-        let value_length = api!(RedisModule_ValueLength);
-        if self.key.is_null() {
+        let Some(len) = self.hash_len()? else {
             return Ok(None);
-        }
-        match unsafe { key_type(self.key) } as isize {
-            raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(None),
-            raw::REDISMODULE_KEYTYPE_HASH => {}
-            _ => return Err(LockError::WrongType),
-        }
-        let len = unsafe { value_length(self.key) };
+        };
         if len > MAX_FIELDS {
             return Err(LockError::NotARwLock);
         }
@@ -64,17 +56,9 @@ impl LockKey {
     /// A few field lookups: the `@w` mark, `owner`'s own fields, and the writer's lease
     /// (`fields` 0: no key; `WRONGTYPE` when the key is not a hash).
     pub fn glance(&self, owner: &Name<'_>) -> Result<Glance, LockError> {
-        let key_type = api!(RedisModule_KeyType);
-        let value_length = api!(RedisModule_ValueLength);
-        if self.key.is_null() {
+        let Some(fields) = self.hash_len()? else {
             return Ok(Glance::default());
-        }
-        match unsafe { key_type(self.key) } as isize {
-            raw::REDISMODULE_KEYTYPE_EMPTY => return Ok(Glance::default()),
-            raw::REDISMODULE_KEYTYPE_HASH => {}
-            _ => return Err(LockError::WrongType),
-        }
-        let fields = unsafe { value_length(self.key) };
+        };
         let names = HolderFields::new(self.ctx, owner.bytes)?;
         let [w, meta, reads, writes] =
             self.get4([writer_field()?, names.meta.0, owner.raw, names.write.0]);

@@ -11,8 +11,30 @@ use super::support::{info_field, int, raw, Server};
 use super::wire::Reply;
 use super::{assert_alive, enqueue, owner, rlock_info};
 
+/// Every waiter of an evicted lock gets `-OOM`, whatever its kind: the connection `con`
+/// keeps the server running commands (each makes Redis evict while over the limit).
+pub fn each_gets_oom(con: &mut redis::Connection, waiters: &mut [super::wire::Wire]) {
+    for (i, waiter) in waiters.iter_mut().enumerate() {
+        let started = Instant::now();
+        let reply = loop {
+            assert_eq!(raw(con, &["PING"]), Value::SimpleString("PONG".into()));
+            if let Some(reply) = waiter.reply_within(Duration::from_millis(20)) {
+                break reply;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "waiter {i} got no reply"
+            );
+        };
+        match reply {
+            Reply::Error(e) => assert!(e.starts_with("OOM rlock: the lock was evicted"), "{e}"),
+            other => panic!("waiter {i} of an evicted lock got {other:?}"),
+        }
+    }
+}
+
 /// Sets `maxmemory` to 100 kB under what the server uses now: over the limit from then on.
-fn squeeze(con: &mut redis::Connection) {
+pub fn squeeze(con: &mut redis::Connection) {
     let used: i64 = info_field(con, "memory", "used_memory")
         .and_then(|v| v.parse().ok())
         .expect("INFO memory has used_memory");
@@ -37,23 +59,7 @@ fn a_lock_evicted_with_waiters_is_not_handed_on_and_its_waiters_get_oom() {
     squeeze(&mut con);
     // Every command makes Redis evict while memory is over the limit: the lock, and any
     // lock handed on after it.
-    for (i, waiter) in waiters.iter_mut().enumerate() {
-        let started = Instant::now();
-        let reply = loop {
-            assert_eq!(raw(&mut con, &["PING"]), Value::SimpleString("PONG".into()));
-            if let Some(reply) = waiter.reply_within(Duration::from_millis(20)) {
-                break reply;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "waiter {i} got no reply"
-            );
-        };
-        match reply {
-            Reply::Error(e) => assert!(e.starts_with("OOM rlock: the lock was evicted"), "{e}"),
-            other => panic!("waiter {i} of an evicted lock got {other:?}"),
-        }
-    }
+    each_gets_oom(&mut con, &mut waiters);
     assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
     assert_eq!(rlock_info(&mut con, "rlock_waiters"), 0);
     assert_eq!(

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use super::support::{info_field, int, raw, Server};
+use super::memory::{each_gets_oom, squeeze};
+use super::support::{int, raw, Server};
 use super::wire::Reply;
 use super::{enqueue_command, rlock_info};
 
@@ -64,31 +65,8 @@ fn a_read_write_lock_evicted_with_waiters_is_not_handed_on() {
             enqueue_command(&server, &cmd)
         })
         .collect();
-    let used: i64 = info_field(&mut con, "memory", "used_memory")
-        .and_then(|v| v.parse().ok())
-        .expect("used_memory");
-    let limit = (used - 100_000).to_string();
-    assert_eq!(
-        raw(&mut con, &["CONFIG", "SET", "maxmemory", &limit]),
-        Value::Okay
-    );
-    for (i, waiter) in waiters.iter_mut().enumerate() {
-        let started = Instant::now();
-        let reply = loop {
-            raw(&mut con, &["PING"]);
-            if let Some(reply) = waiter.reply_within(Duration::from_millis(20)) {
-                break reply;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "waiter {i} got no reply"
-            );
-        };
-        match reply {
-            Reply::Error(e) => assert!(e.starts_with("OOM rlock: the lock was evicted"), "{e}"),
-            other => panic!("waiter {i} of an evicted lock got {other:?}"),
-        }
-    }
+    squeeze(&mut con);
+    each_gets_oom(&mut con, &mut waiters);
     assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
     assert_eq!(
         raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
