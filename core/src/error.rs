@@ -104,6 +104,8 @@ pub enum LockError {
     WritesPaused,
     /// A renewal or reentry during the hold-back after a stall of the node: so many ms left.
     Stalled(i64),
+    /// A reentry during the failover delay of a promoted node: so many ms left.
+    FailoverDelay(i64),
     /// The waiters of a lock that `maxmemory` evicted are sent away.
     Evicted,
     /// The server does not export a module API function this command needs.
@@ -224,6 +226,10 @@ impl fmt::Display for LockError {
             LockError::Stalled(ms) => write!(
                 f,
                 "TRYAGAIN rlock: this node stalled; it grants and renews nothing for {ms} ms, until it knows its replicas again"
+            ),
+            LockError::FailoverDelay(ms) => write!(
+                f,
+                "TRYAGAIN rlock: this node was promoted less than rlock.failover-delay ago; it reenters no holding for {ms} ms (its copy may be one the old master ended)"
             ),
             LockError::Evicted => f.write_str(
                 "OOM rlock: the lock was evicted (maxmemory) while the client waited; it is not handed on",

@@ -301,3 +301,11 @@ fn read_write_lock_errors_say_what_to_do() {
         "ERR RWLOCK.APPLY needs key owner reads writes token unix-ms: reads, writes and token >= 0"
     );
 }
+
+#[test]
+fn a_reentry_in_the_failover_delay_is_told_to_try_again() {
+    assert_eq!(
+        text(LockError::FailoverDelay(1200)),
+        "TRYAGAIN rlock: this node was promoted less than rlock.failover-delay ago; it reenters no holding for 1200 ms (its copy may be one the old master ended)"
+    );
+}

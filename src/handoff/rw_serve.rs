@@ -118,8 +118,9 @@ fn serve_first(
             writes,
             token,
         } => {
-            if gate::renewals(node::now_ms()).is_err() {
-                return Ok(Next::Stop(None));
+            let now = node::now_ms();
+            if gate::reentries(now).is_err() {
+                return Ok(Next::Stop(gate::fenced_until(now)));
             }
             let before = state.holder(&first.owner).cloned();
             let deadline_ms = node::now_ms().saturating_add(first.lease_ms);

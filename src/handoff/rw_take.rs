@@ -111,7 +111,7 @@ fn decide(
             writes,
             token,
         } => {
-            gate::renewals(node::now_ms())?;
+            gate::reentries(node::now_ms())?;
             let deadline_ms = node::now_ms().saturating_add(lease);
             let holder = RwHolder {
                 owner: owner.bytes.to_vec(),

@@ -89,7 +89,7 @@ fn take_free(
 }
 
 /// The holder acquires again: count + 1, lease reset, same token (not while the node is
-/// held back after a stall: a reentry extends the lease).
+/// held back after a stall, a reentry extends the lease; nor during the failover delay).
 fn reenter(
     ctx: *mut raw::RedisModuleCtx,
     key: &LockKey,
@@ -98,7 +98,7 @@ fn reenter(
     token: i64,
     deadline_ms: i64,
 ) -> Result<(), LockError> {
-    gate::renewals(node::now_ms())?;
+    gate::reentries(node::now_ms())?;
     let holding = LockEntry {
         owner,
         holds,

@@ -133,6 +133,18 @@ pub fn renewals(now: i64) -> Result<(), LockError> {
     }
 }
 
+/// Whether a holding may be reentered at `now`: as a renewal, and not during the failover
+/// delay of a promoted node. Its copy of the holding may be stale: the old master may have
+/// ended it (a release, then a handoff) in writes that died with it, and the owner asking
+/// again must not hold it beside the old master's grantee.
+pub fn reentries(now: i64) -> Result<(), LockError> {
+    renewals(now)?;
+    match fenced_until(now) {
+        Some(until) => Err(LockError::FailoverDelay(until.saturating_sub(now))),
+        None => Ok(()),
+    }
+}
+
 /// Whether clients' writes are paused (`CLIENT PAUSE`, `FAILOVER`): Redis asks modules to
 /// avoid replica traffic then, on every version that has the call.
 fn writes_paused() -> bool {

@@ -107,3 +107,21 @@ fn setting_the_delay_shorter_serves_queued_waiters_at_the_new_end() {
     }
     assert!(at.elapsed() < Duration::from_millis(DELAY_MS - 500));
 }
+
+/// The chaos checker's find: `a` released `L` on the old master, which handed it to `b` in
+/// writes that died with it; the promoted replica still has `a`'s holding. `a` acquiring `L`
+/// again must not be a reentry of that copy while `b`'s lease may run.
+#[test]
+fn a_reentry_of_a_stale_holding_during_the_delay_is_refused() {
+    let (promoted, _, token_a, _) = stale_holding_on_a_promoted_replica();
+    let mut r = promoted.conn();
+    let reply = raw(&mut r, &["LOCK.ACQUIRE", "L", "a", "LEASE", "60000"]);
+    let text = super::support::error_text(&reply).unwrap_or_default();
+    assert!(
+        text.starts_with("TRYAGAIN rlock: this node was promoted"),
+        "a reentered its stale holding: {reply:?} (its token was {token_a})"
+    );
+    assert_eq!(owner(&mut r, "L").as_deref(), Some("a"));
+    let holds = super::support::hget(&mut r, "L", "a");
+    assert_eq!(holds.as_deref(), Some("1"), "the refused reentry changed the count");
+}

@@ -8,7 +8,8 @@ use redis::Value;
 use super::memory::{each_gets_oom, squeeze};
 use super::support::{int, raw, Server};
 use super::wire::Reply;
-use super::{enqueue_command, rlock_info};
+use super::support::proxy::Proxy;
+use super::{enqueue_command, replica_through, rlock_info};
 
 const DELAY_MS: u64 = 3000;
 
@@ -72,4 +73,34 @@ fn a_read_write_lock_evicted_with_waiters_is_not_handed_on() {
         raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
         Value::Okay
     );
+}
+
+/// As for a plain lock: a read hold released on the old master and handed to a writer there
+/// in writes that died with it; the promoted replica still has the reader. The reader's
+/// acquisition must not reenter that copy during the delay.
+#[test]
+fn a_reentry_of_a_stale_read_hold_during_the_delay_is_refused() {
+    let master = Server::start();
+    let proxy = Proxy::start(master.port());
+    let replica = replica_through(&master, proxy.port());
+    let mut m = master.conn();
+    int(&mut m, &["RWLOCK.ACQUIRE", "L", "r", "READ", "LEASE", "60000"]);
+    assert_eq!(int(&mut m, &["WAIT", "1", "5000"]), 1);
+    let mut w = enqueue_command(&master, &["RWLOCK.ACQUIRE", "L", "w", "WRITE", "WAIT", "0"]);
+    proxy.cut();
+    assert_eq!(int(&mut m, &["RWLOCK.RELEASE", "L", "r", "READ"]), 0);
+    assert!(matches!(w.reply(), Reply::Int(_)), "the writer got the lock on the old master");
+    master.signal("KILL");
+    let mut r = replica.conn();
+    let delay = DELAY_MS.to_string();
+    let set = ["CONFIG", "SET", "rlock.failover-delay", &delay];
+    assert_eq!(raw(&mut r, &set), Value::Okay);
+    assert_eq!(raw(&mut r, &["REPLICAOF", "NO", "ONE"]), Value::Okay);
+    let reply = raw(&mut r, &["RWLOCK.ACQUIRE", "L", "r", "READ"]);
+    let text = super::support::error_text(&reply).unwrap_or_default();
+    assert!(
+        text.starts_with("TRYAGAIN rlock: this node was promoted"),
+        "the reader reentered its stale holding: {reply:?}"
+    );
+    assert_eq!(super::support::hget(&mut r, "L", "r").as_deref(), Some("1"));
 }
