@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::history::{History, Section, Write};
+use crate::history::{History, Mode, Section, Write};
 use crate::resource::Resource;
 use crate::rng::Rng;
 
@@ -75,6 +75,7 @@ impl Draft {
             begin,
             end,
             believed,
+            mode: Mode::Plain,
         }
     }
 }
