@@ -154,9 +154,9 @@ pub fn safety_line(s: &Settings, c: &Counts) -> String {
     format!(
         "SAFETY topology={} seed={} secs={} acquisitions={} faults={} overlaps={} stale_accepted={} \
          repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={} \
-         leaked_holds={} stalls={}",
+         leaked_holds={} stalls={} rw_acquisitions={} rw_overlaps={} rw_wrong_replies={}",
         s.topology.name(), s.seed, s.secs, c.acquisitions, c.faults, c.overlaps, c.stale_accepted,
         c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes,
-        c.leaked_holds, c.stalls
+        c.leaked_holds, c.stalls, c.rw_acquisitions, c.rw_overlaps, c.rw_wrong_replies
     )
 }

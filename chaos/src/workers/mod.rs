@@ -1,12 +1,15 @@
 //! The workers: client-crate tasks ([`client`]), raw `LOCK.*` commands as redis-cli users
 //! send them ([`raw`]), tickets over one RESP3 connection ([`ticket`]), Redisson-style Lua
-//! scripts ([`redisson`]), and client-crate
-//! workers in child processes that the faults can pause or kill ([`child`]).
+//! scripts ([`redisson`]), client-crate workers in child processes that the faults can
+//! pause or kill ([`child`]), and raw `RWLOCK.*` read-write workers ([`rw`]).
 
 pub mod child;
 pub mod client;
 pub mod raw;
 pub mod redisson;
+pub mod rw;
+mod rw_conn;
+mod rw_steps;
 pub mod several;
 pub mod ticket;
 
