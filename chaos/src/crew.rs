@@ -117,7 +117,8 @@ pub fn start(
     if has("rw") {
         for i in 0..4 {
             let (c, t) = (ctx.clone(), rw_target(deployment, ctx));
-            threads.push(std::thread::spawn(move || rw::run(c, t, format!("rw{i}"))));
+            let name = format!("{}{i}", crate::check::RW_WORKERS);
+            threads.push(std::thread::spawn(move || rw::run(c, t, name)));
         }
     }
     let children = if has("child") {
