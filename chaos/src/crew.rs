@@ -118,7 +118,8 @@ pub fn start(
         for i in 0..4 {
             let (c, t) = (ctx.clone(), rw_target(deployment, ctx));
             let name = format!("{}{i}", crate::check::RW_WORKERS);
-            threads.push(std::thread::spawn(move || rw::run(c, t, name)));
+            let tickets = deployment.topology != Topology::Cluster;
+            threads.push(std::thread::spawn(move || rw::run(c, t, name, tickets)));
         }
     }
     let children = if has("child") {

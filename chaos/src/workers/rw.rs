@@ -15,6 +15,7 @@ use redis::{RedisResult, Value};
 
 use super::raw::{resource_conn, Target};
 use super::rw_conn::Node;
+use super::ticket::{ask, End, Receiver};
 use super::{Ctx, LEASE};
 use crate::history::{Event, Mode, Section, Wait};
 use crate::resource::Stamp;
@@ -49,6 +50,9 @@ impl Holding {
 pub(super) struct Rw<'a> {
     pub ctx: &'a Ctx,
     pub node: Node,
+    /// Where tickets' outcomes come (opened when first needed), when tickets are used.
+    receiver: Option<Receiver>,
+    tickets: bool,
     pub res: &'a mut redis::Connection,
     pub name: &'a str,
 }
@@ -65,8 +69,18 @@ pub(super) fn lease_ms() -> u64 {
     LEASE.as_millis() as u64
 }
 
-/// One worker thread until the run stops.
-pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
+/// What an acquisition brought.
+enum Got {
+    Token(i64),
+    /// Not granted within its `WAIT`.
+    Busy,
+    /// An error, or no reply.
+    Failed,
+}
+
+/// One worker thread until the run stops; with `tickets`, 3 acquisitions in 10 are
+/// tickets (`RWLOCK.WAIT`, their outcomes pushed on a RESP3 connection; not in a cluster).
+pub fn run(ctx: Arc<Ctx>, target: Target, name: String, tickets: bool) {
     let Some(mut res) = resource_conn(&ctx) else {
         return;
     };
@@ -79,6 +93,8 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
         let mut w = Rw {
             ctx: &ctx,
             node,
+            receiver: None,
+            tickets,
             res: &mut res,
             name: &name,
         };
@@ -115,24 +131,14 @@ impl Rw<'_> {
             Mode::Read
         };
         let wait = ctx.rng.millis(0, 2000);
-        let mut event = Wait {
-            worker: name.to_owned(),
-            key: key.clone(),
-            replies: 0,
-            conn_error: false,
-        };
-        let mut cmd = redis::cmd("RWLOCK.ACQUIRE");
-        cmd.arg(&key).arg(&owner).arg(mode_arg(mode));
-        cmd.arg("LEASE")
-            .arg(lease_ms())
-            .arg("WAIT")
-            .arg(wait.as_millis() as u64);
         let sent = Instant::now();
-        let reply = self.node.wait(&cmd, wait, &mut event);
-        let sound = !event.conn_error && event.replies == 1;
-        ctx.history.push(Event::Wait(event));
-        match reply {
-            Some(Ok(Value::Int(token))) => {
+        let (got, sound) = if self.tickets && ctx.rng.chance(30) {
+            self.by_ticket(&key, &owner, mode, wait)
+        } else {
+            self.by_wait(&key, &owner, mode, wait)
+        };
+        match got {
+            Got::Token(token) => {
                 ctx.history.acquired(name, true);
                 let mut h = Holding {
                     key,
@@ -144,12 +150,57 @@ impl Rw<'_> {
                 };
                 self.hold(&mut h) && sound
             }
-            // The WAIT ran out.
-            Some(Ok(_)) => sound,
-            _ => {
+            Got::Busy => sound,
+            Got::Failed => {
                 ctx.history.acquired(name, false);
                 std::thread::sleep(Duration::from_millis(50));
                 sound
+            }
+        }
+    }
+
+    /// `RWLOCK.ACQUIRE ... WAIT` on the node: what it brought, and whether the connection
+    /// is sound (one reply; a demoted master's `READONLY` asks for the master again).
+    fn by_wait(&mut self, key: &str, owner: &str, mode: Mode, wait: Duration) -> (Got, bool) {
+        let mut event = Wait {
+            worker: self.name.to_owned(),
+            key: key.to_owned(),
+            replies: 0,
+            conn_error: false,
+        };
+        let mut cmd = redis::cmd("RWLOCK.ACQUIRE");
+        cmd.arg(key).arg(owner).arg(mode_arg(mode));
+        cmd.arg("LEASE").arg(lease_ms());
+        cmd.arg("WAIT").arg(wait.as_millis() as u64);
+        let reply = self.node.wait(&cmd, wait, &mut event);
+        let sound = !event.conn_error && event.replies == 1;
+        self.ctx.history.push(Event::Wait(event));
+        match reply {
+            Some(Ok(Value::Int(token))) => (Got::Token(token), sound),
+            Some(Ok(_)) => (Got::Busy, sound),
+            Some(Err(e)) if e.code() == Some("READONLY") => (Got::Failed, false),
+            _ => (Got::Failed, sound),
+        }
+    }
+
+    /// `RWLOCK.WAIT` on the receiver, its ticket followed (and cancelled now and then) as
+    /// the ticket workers do.
+    fn by_ticket(&mut self, key: &str, owner: &str, mode: Mode, wait: Duration) -> (Got, bool) {
+        if self.receiver.is_none() {
+            self.receiver = Receiver::open(self.node.port);
+        }
+        let Some(r) = self.receiver.as_mut() else {
+            return (Got::Failed, true);
+        };
+        let (lease, wait_ms) = (lease_ms().to_string(), wait.as_millis().to_string());
+        let args = ["LEASE", &lease, "WAIT", &wait_ms];
+        let command = [&["RWLOCK.WAIT", key, owner, mode_arg(mode)][..], &args].concat();
+        match ask(self.ctx, r, &command, wait, self.name) {
+            End::Granted(token) => (Got::Token(token), true),
+            End::Not => (Got::Failed, true),
+            End::Broken => {
+                self.receiver = None;
+                (Got::Failed, true)
             }
         }
     }

@@ -15,6 +15,8 @@ pub const REPLY_SLACK: Duration = Duration::from_secs(30);
 
 pub struct Node {
     conn: redis::Connection,
+    /// The node's port (after the last redirection).
+    pub port: u16,
 }
 
 fn connect(port: u16) -> Option<redis::Connection> {
@@ -41,6 +43,7 @@ impl Node {
     pub fn open(port: u16) -> Option<Node> {
         Some(Node {
             conn: connect(port)?,
+            port,
         })
     }
 
@@ -55,7 +58,7 @@ impl Node {
             let Some(conn) = connect(port) else {
                 break;
             };
-            self.conn = conn;
+            (self.conn, self.port) = (conn, port);
             let _ = self.conn.set_read_timeout(Some(limit));
             if ask {
                 let _ = redis::cmd("ASKING").exec(&mut self.conn);
