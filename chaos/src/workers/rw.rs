@@ -148,13 +148,13 @@ impl Rw<'_> {
                     writes: u32::from(mode == Mode::Write),
                     deadline: sent + LEASE - MARGIN,
                 };
-                self.hold(&mut h) && sound
+                self.hold(&mut h) && sound && !self.node.dead
             }
-            Got::Busy => sound,
+            Got::Busy => sound && !self.node.dead,
             Got::Failed => {
                 ctx.history.acquired(name, false);
                 std::thread::sleep(Duration::from_millis(50));
-                sound
+                sound && !self.node.dead
             }
         }
     }

@@ -17,6 +17,9 @@ pub struct Node {
     conn: redis::Connection,
     /// The node's port (after the last redirection).
     pub port: u16,
+    /// A command timed out or the connection broke: a late reply could still come and
+    /// pass for the next command's, so no command is sent on it again.
+    pub dead: bool,
 }
 
 fn connect(port: u16) -> Option<redis::Connection> {
@@ -44,11 +47,25 @@ impl Node {
         Some(Node {
             conn: connect(port)?,
             port,
+            dead: false,
         })
     }
 
     /// Runs `cmd`, its reply awaited for `limit`, following redirections.
     pub fn call(&mut self, cmd: &redis::Cmd, limit: Duration) -> RedisResult<Value> {
+        if self.dead {
+            let gone = std::io::Error::new(std::io::ErrorKind::NotConnected, "given up");
+            return Err(gone.into());
+        }
+        let reply = self.follow(cmd, limit);
+        if let Err(e) = &reply {
+            self.dead = broken(e) || e.is_timeout();
+        }
+        reply
+    }
+
+    /// Runs `cmd`, following redirections.
+    fn follow(&mut self, cmd: &redis::Cmd, limit: Duration) -> RedisResult<Value> {
         let _ = self.conn.set_read_timeout(Some(limit));
         let mut reply = cmd.query::<Value>(&mut self.conn);
         for _ in 0..REDIRECTS {
@@ -96,7 +113,10 @@ impl Node {
                 eprintln!("{}: {cmd:?} got a second reply: {second:?}", event.worker);
                 event.replies = 2;
             }
-            Err(e) if broken(&e) || e.is_timeout() => event.conn_error = true,
+            Err(e) if broken(&e) || e.is_timeout() => {
+                event.conn_error = true;
+                self.dead = true;
+            }
             // The server refused the PING itself (LOADING after a restart, ...).
             Err(e) => eprintln!("{}: PING after a wait: {e}", event.worker),
         }
