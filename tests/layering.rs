@@ -36,7 +36,7 @@ const FOLDERS: Folders = &[
             &["gate", "call"],
         ],
     ),
-    ("store", &[&["write", "publish"], &["persist"]]),
+    ("store", &[&["write", "publish", "rw"], &["persist"]]),
     (
         "waits",
         &[
@@ -50,8 +50,10 @@ const FOLDERS: Folders = &[
         "handoff",
         &[
             &["door"],
+            &["rw_serve"],
             &["expiry"],
-            &["take", "blocked_wait", "heartbeat"],
+            &["take", "rw_take", "heartbeat"],
+            &["blocked_wait"],
             &["ticket_wait"],
         ],
     ),
@@ -70,8 +72,16 @@ const FOLDERS: Folders = &[
                 "raise",
                 "release",
                 "renew",
+                "rw_acquire",
+                "rw_apply",
+                "rw_forcerelease",
+                "rw_info",
+                "rw_release",
+                "rw_renew",
+                "rw_wait",
                 "wait",
             ],
+            &["rw_table"],
         ],
     ),
     ("hooks", &[&["events", "info_section"]]),
@@ -83,12 +93,13 @@ const CORE_LAYERS: Layers = &[(
     &[
         &[
             "echo", "token", "channel", "counters", "idhash", "reply", "stall", "verdict",
-            "cluster",
+            "cluster", "kind",
         ],
         &["fence_error"],
         &["error"],
         &["args", "registry"],
-        &["lock", "receivers", "parse"],
+        &["lock", "rwlock", "receivers"],
+        &["parse"],
         &["fence"],
     ],
 )];

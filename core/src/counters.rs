@@ -48,9 +48,15 @@ pub static FORCE_RELEASES: Counter = Counter::new();
 pub static REVOKED_GRANTS: Counter = Counter::new();
 /// Releases that left a lock with native waiters free for script clients, their turn.
 pub static SCRIPT_TURNS: Counter = Counter::new();
+/// Fresh read holdings of read-write locks (acquired or handed on).
+pub static READ_HOLDINGS: Counter = Counter::new();
+/// Fresh write holdings of read-write locks (acquired or handed on).
+pub static WRITE_HOLDINGS: Counter = Counter::new();
+/// Write holds refused to owners holding read holds only.
+pub static UPGRADES_REFUSED: Counter = Counter::new();
 
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 13] = [
+pub const ALL: [(&str, &Counter); 16] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -64,6 +70,9 @@ pub const ALL: [(&str, &Counter); 13] = [
     ("force_releases", &FORCE_RELEASES),
     ("revoked_grants", &REVOKED_GRANTS),
     ("script_turns", &SCRIPT_TURNS),
+    ("rw_read_holdings", &READ_HOLDINGS),
+    ("rw_write_holdings", &WRITE_HOLDINGS),
+    ("rw_upgrades_refused", &UPGRADES_REFUSED),
 ];
 
 /// A gauge: a count that goes up and down.

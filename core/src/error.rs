@@ -35,6 +35,8 @@ pub enum OwnerProblem {
     Empty,
     TooLong,
     Reserved,
+    /// A read-write lock's owner ending in `:write` (Redisson's writer field suffix).
+    WriteSuffix,
 }
 
 /// An error reply of an rlock command.
@@ -67,6 +69,14 @@ pub enum LockError {
     WrongType,
     /// The key is a hash, but not in the lock layout.
     NotALock,
+    /// The key is a hash, but not in the read-write lock layout.
+    NotARwLock,
+    /// A read-write lock's owner holding read holds only asks for a write hold.
+    Upgrade(Vec<u8>),
+    /// The mode argument of an `RWLOCK.*` command is not `READ` or `WRITE`.
+    BadMode(Vec<u8>),
+    /// `LOCK.FENCED` on a read-write lock by an owner without write holds.
+    NotHeldForWrite { key: Vec<u8>, owner: Vec<u8> },
     /// `LOCK.RELEASE` by someone who does not hold the lock.
     NotHeld { key: Vec<u8>, owner: Vec<u8> },
     /// The reentry count would overflow a 64-bit integer.
@@ -75,6 +85,10 @@ pub enum LockError {
     ApplyFromClient,
     /// `LOCK.APPLY` with values no master would send.
     BadApply,
+    /// `RWLOCK.APPLY` sent by a client rather than a master or an AOF.
+    RwApplyFromClient,
+    /// `RWLOCK.APPLY` with values no master would send.
+    BadRwApply,
     /// `LOCK.RAISE` with a token or floor that is not a non-negative integer.
     BadRaise,
     /// The token counter is at its maximum: no fresh holding can be granted.
@@ -145,11 +159,29 @@ impl fmt::Display for LockError {
                 OwnerProblem::Empty => "ERR invalid owner: must not be empty",
                 OwnerProblem::TooLong => "ERR invalid owner: longer than 256 bytes",
                 OwnerProblem::Reserved => "ERR invalid owner: must not start with '@'",
+                OwnerProblem::WriteSuffix => "ERR invalid owner: must not end with ':write'",
             }),
             LockError::WrongType => {
                 f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
             }
             LockError::NotALock => f.write_str("WRONGTYPE key is not a lock"),
+            LockError::NotARwLock => f.write_str("WRONGTYPE key is not a read-write lock"),
+            LockError::Upgrade(owner) => write!(
+                f,
+                "ERR rlock: '{}' holds only read holds of this lock; release them before asking for a write hold (an upgrade deadlocks as soon as two readers try it)",
+                printable(owner)
+            ),
+            LockError::BadMode(given) => write!(
+                f,
+                "ERR unknown mode '{}', expected READ or WRITE",
+                printable(given)
+            ),
+            LockError::NotHeldForWrite { key, owner } => write!(
+                f,
+                "NOTHELD lock '{}' is not held for writing by '{}'",
+                printable(key),
+                printable(owner)
+            ),
             LockError::NotHeld { key, owner } => write!(
                 f,
                 "NOTHELD lock '{}' is not held by '{}'",
@@ -162,6 +194,12 @@ impl fmt::Display for LockError {
             ),
             LockError::BadApply => f.write_str(
                 "ERR LOCK.APPLY needs key owner holds token unix-ms: holds > 0, token >= 0",
+            ),
+            LockError::RwApplyFromClient => f.write_str(
+                "ERR RWLOCK.APPLY only replays a master's writes (replication stream or AOF)",
+            ),
+            LockError::BadRwApply => f.write_str(
+                "ERR RWLOCK.APPLY needs key owner reads writes token unix-ms: reads, writes and token >= 0",
             ),
             LockError::BadRaise => f.write_str(
                 "ERR LOCK.RAISE needs key owner token floor: token and floor non-negative integers",

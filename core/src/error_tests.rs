@@ -266,3 +266,38 @@ fn a_cancelled_wait_has_a_code_of_its_own() {
         "CANCELLED the wait was cancelled by LOCK.CANCEL"
     );
 }
+
+#[test]
+fn read_write_lock_errors_say_what_to_do() {
+    assert_eq!(
+        text(LockError::NotARwLock),
+        "WRONGTYPE key is not a read-write lock"
+    );
+    assert_eq!(
+        text(LockError::Upgrade(b"me".to_vec())),
+        "ERR rlock: 'me' holds only read holds of this lock; release them before asking for a write hold (an upgrade deadlocks as soon as two readers try it)"
+    );
+    assert_eq!(
+        text(LockError::BadMode(b"SHARED".to_vec())),
+        "ERR unknown mode 'SHARED', expected READ or WRITE"
+    );
+    assert_eq!(
+        text(LockError::NotHeldForWrite {
+            key: b"k".to_vec(),
+            owner: b"r".to_vec()
+        }),
+        "NOTHELD lock 'k' is not held for writing by 'r'"
+    );
+    assert_eq!(
+        text(LockError::InvalidOwner(OwnerProblem::WriteSuffix)),
+        "ERR invalid owner: must not end with ':write'"
+    );
+    assert_eq!(
+        text(LockError::RwApplyFromClient),
+        "ERR RWLOCK.APPLY only replays a master's writes (replication stream or AOF)"
+    );
+    assert_eq!(
+        text(LockError::BadRwApply),
+        "ERR RWLOCK.APPLY needs key owner reads writes token unix-ms: reads, writes and token >= 0"
+    );
+}

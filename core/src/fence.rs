@@ -5,6 +5,7 @@ use crate::args::{self, strict_i64};
 use crate::cluster::key_slot;
 use crate::error::{clip, FenceError, LockError, Opt, Refusal};
 use crate::lock::Holding;
+use crate::rwlock::RwState;
 
 /// `LOCK.FENCED key owner token command [arg ...]`.
 #[derive(Debug, PartialEq, Eq)]
@@ -190,6 +191,28 @@ pub fn check_holding(
             key: clip(lock),
             owner: clip(owner),
         }),
+    }
+}
+
+/// What `LOCK.FENCED` checks on a read-write lock: the holding of `owner` when it holds
+/// write holds (its token is its holding's); a reader may not write through the fence.
+pub fn rw_holding(
+    state: &RwState,
+    lock: &[u8],
+    owner: &[u8],
+    now_ms: i64,
+) -> Result<Option<Holding>, LockError> {
+    match state.holder(owner).filter(|h| !h.lapsed(now_ms)) {
+        Some(h) if h.writes > 0 => Ok(Some(Holding {
+            owner: owner.to_vec(),
+            count: h.writes,
+            token: h.token,
+        })),
+        Some(_) => Err(LockError::NotHeldForWrite {
+            key: clip(lock),
+            owner: clip(owner),
+        }),
+        None => Ok(None),
     }
 }
 

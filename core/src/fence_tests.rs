@@ -207,3 +207,24 @@ fn only_a_block_option_before_streams_makes_a_stream_read_blocking() {
     // Cut short: Redis answers the arity error itself, nothing blocks.
     assert!(!blocking(&[b"XREAD", b"COUNT"]));
 }
+
+#[test]
+fn a_read_write_locks_writer_passes_the_fence_and_a_reader_does_not() {
+    use crate::rwlock::RwState;
+    let state = RwState::from_fields(&[
+        ("mode", "write"),
+        ("w:write", "2"),
+        ("@h:w", "9 5000"),
+        ("r", "1"),
+        ("@h:r", "8 5000"),
+    ])
+    .unwrap();
+    let writer = rw_holding(&state, b"k", b"w", 1000).unwrap().unwrap();
+    assert_eq!((writer.count, writer.token), (2, 9));
+    assert!(matches!(
+        rw_holding(&state, b"k", b"r", 1000),
+        Err(LockError::NotHeldForWrite { .. })
+    ));
+    assert_eq!(rw_holding(&state, b"k", b"x", 1000), Ok(None));
+    assert_eq!(rw_holding(&state, b"k", b"w", 5000), Ok(None));
+}

@@ -111,6 +111,7 @@ fn a_closed_receiver_leaves_its_tickets_grants_and_timer() {
         key: b"k".to_vec(),
         owner: b"o".to_vec(),
         token: 42,
+        kind: Default::default(),
     };
     t.post(
         7,

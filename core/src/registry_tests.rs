@@ -6,10 +6,11 @@ fn waiter(client: usize, id: u64) -> Waiter<usize> {
     Waiter {
         id,
         client,
-        owner: format!("owner-{client}").into_bytes(),
+        owner: format!("owner-{client}").into_bytes().into(),
         lease_ms: 1000,
         deadline_timer: None,
         wait_until: None,
+        kind: Default::default(),
     }
 }
 
@@ -19,6 +20,7 @@ fn grant(token: i64) -> Grant {
         key: b"k".to_vec(),
         owner: b"o".to_vec(),
         token,
+        kind: Default::default(),
     }
 }
 

@@ -168,10 +168,11 @@ fn waiter(client: usize, id: u64, lock: usize) -> Waiter<usize> {
     Waiter {
         id,
         client,
-        owner: vec![u8::try_from(lock).unwrap()],
+        owner: vec![u8::try_from(lock).unwrap()].into(),
         lease_ms: 1000,
         deadline_timer: Some(id),
         wait_until: None,
+        kind: Default::default(),
     }
 }
 

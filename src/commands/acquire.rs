@@ -6,6 +6,7 @@ use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::parse::acquire::parse;
 use rlock_core::reply::Reply;
+use rlock_core::rwlock::Kind;
 
 use crate::commands::dispatch::Args;
 use crate::handoff::{blocked_wait, take};
@@ -23,7 +24,8 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
     match parsed.options.wait {
         Some(wait) if node::can_block(ctx) => {
-            blocked_wait::wait(ctx, db, &key, parsed.owner, (lease, wait), held_back)?;
+            let owner = (parsed.owner, Kind::Lock);
+            blocked_wait::wait(ctx, db, &key, owner, (lease, wait), held_back)?;
             Ok(Reply::Sent)
         }
         _ => {

@@ -44,6 +44,44 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The C function of a command whose body is `$module::run`.
+macro_rules! call {
+    ($label:literal, $module:ident) => {{
+        unsafe extern "C" fn call(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::ffi::c_int,
+        ) -> std::ffi::c_int {
+            // Redis passes argc live strings in argv.
+            let ok = redis_module::raw::REDISMODULE_OK as std::ffi::c_int;
+            $crate::host::guard::entry($label, ok, || unsafe {
+                $crate::commands::dispatch::dispatch(ctx, argv, argc, $label, $module::run)
+            })
+        }
+        call
+    }};
+}
+pub(crate) use call;
+
+/// Replies `[tag, n]` (`LOCK.WAIT`'s and `RWLOCK.WAIT`'s reply).
+pub fn reply_pair(
+    ctx: *mut raw::RedisModuleCtx,
+    tag: &std::ffi::CStr,
+    n: i64,
+) -> Result<Reply, LockError> {
+    let (array, simple, integer) = (
+        crate::host::ffi::api!(RedisModule_ReplyWithArray),
+        crate::host::ffi::api!(RedisModule_ReplyWithSimpleString),
+        crate::host::ffi::api!(RedisModule_ReplyWithLongLong),
+    );
+    unsafe {
+        array(ctx, 2);
+        simple(ctx, tag.as_ptr());
+        integer(ctx, n);
+    }
+    Ok(Reply::Sent)
+}
+
 /// A command's body.
 pub type Run = fn(*mut raw::RedisModuleCtx, &Args<'_>) -> Result<Reply, LockError>;
 

@@ -35,7 +35,14 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         })
         .collect();
     fence::check_keys(key.name(), parsed.command, &keys, node::is_cluster(ctx))?;
-    let holding = key.read_as(&args.name(2)?)?;
+    let holding = match key.read_as(&args.name(2)?) {
+        // A read-write lock: its writer may write through the fence.
+        Err(LockError::NotALock) => match key.read_rw()? {
+            Some(state) => fence::rw_holding(&state, key.name(), parsed.owner, node::now_ms())?,
+            None => None,
+        },
+        read => read?,
+    };
     fence::check_holding(holding.as_ref(), key.name(), parsed.owner, parsed.token)?;
     // The key handle is closed before the command runs: the command may write near it.
     drop(key);

@@ -19,33 +19,20 @@ pub mod info;
 pub mod raise;
 pub mod release;
 pub mod renew;
+pub mod rw_acquire;
+pub mod rw_apply;
+pub mod rw_forcerelease;
+pub mod rw_info;
+pub mod rw_release;
+pub mod rw_renew;
+mod rw_table;
+pub mod rw_wait;
 pub mod wait;
 
-use std::ffi::c_int;
+pub use rw_table::RW_COMMANDS;
 
-use redis_module::raw;
-
-use crate::commands::dispatch::dispatch;
-use crate::host::guard;
+use crate::commands::dispatch::call;
 use crate::host::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
-
-/// The C function of a command whose body is `$module::run`.
-macro_rules! call {
-    ($label:literal, $module:ident) => {{
-        unsafe extern "C" fn call(
-            ctx: *mut raw::RedisModuleCtx,
-            argv: *mut *mut raw::RedisModuleString,
-            argc: c_int,
-        ) -> c_int {
-            // Redis passes argc live strings in argv.
-            let ok = raw::REDISMODULE_OK as c_int;
-            guard::entry($label, ok, || unsafe {
-                dispatch(ctx, argv, argc, $label, $module::run)
-            })
-        }
-        call
-    }};
-}
 
 /// Every command. All but `LOCK.GRANTS` take the lock's key at position 1; `LOCK.FENCED`
 /// also the keys of the command it runs, which its `getkeys-api` callback reports.
@@ -162,14 +149,14 @@ pub const COMMANDS: [CommandSpec; 11] = [
     },
 ];
 
-const TICKET_WAIT: ArgDoc = ArgDoc {
+pub(super) const TICKET_WAIT: ArgDoc = ArgDoc {
     name: c"timeout",
     kind: ArgKind::Integer,
     token: Some(c"WAIT"),
     optional: true,
     summary: c"Wait up to this many milliseconds for the lock (0 or none: no limit).",
 };
-const TO: ArgDoc = ArgDoc {
+pub(super) const TO: ArgDoc = ArgDoc {
     name: c"client-id",
     kind: ArgKind::Integer,
     token: Some(c"TO"),
@@ -199,49 +186,49 @@ const WAIT_ID: ArgDoc = ArgDoc {
     summary: c"The wait id LOCK.WAIT answered.",
 };
 
-const KEY: ArgDoc = ArgDoc {
+pub(super) const KEY: ArgDoc = ArgDoc {
     name: c"key",
     kind: ArgKind::Key,
     token: None,
     optional: false,
     summary: c"The lock's name.",
 };
-const OWNER: ArgDoc = ArgDoc {
+pub(super) const OWNER: ArgDoc = ArgDoc {
     name: c"owner",
     kind: ArgKind::String,
     token: None,
     optional: false,
     summary: c"The holder's id, 1 to 256 bytes, not starting with '@'.",
 };
-const LEASE: ArgDoc = ArgDoc {
+pub(super) const LEASE: ArgDoc = ArgDoc {
     name: c"ms",
     kind: ArgKind::Integer,
     token: Some(c"LEASE"),
     optional: true,
     summary: c"Lease in milliseconds (default: rlock.default-lease).",
 };
-const WAIT: ArgDoc = ArgDoc {
+pub(super) const WAIT: ArgDoc = ArgDoc {
     name: c"timeout",
     kind: ArgKind::Integer,
     token: Some(c"WAIT"),
     optional: true,
     summary: c"Block up to this many milliseconds for the lock (0: no limit).",
 };
-const FENCE: ArgDoc = ArgDoc {
+pub(super) const FENCE: ArgDoc = ArgDoc {
     name: c"token",
     kind: ArgKind::Integer,
     token: Some(c"TOKEN"),
     optional: true,
     summary: c"Act only on the holding with this fencing token.",
 };
-const HOLDS: ArgDoc = ArgDoc {
+pub(super) const HOLDS: ArgDoc = ArgDoc {
     name: c"holds",
     kind: ArgKind::Integer,
     token: None,
     optional: false,
     summary: c"The reentry count.",
 };
-const TOKEN: ArgDoc = ArgDoc {
+pub(super) const TOKEN: ArgDoc = ArgDoc {
     name: c"token",
     kind: ArgKind::Integer,
     token: None,
@@ -276,7 +263,7 @@ const FLOOR: ArgDoc = ArgDoc {
     optional: false,
     summary: c"The least value the node's token counter must reach.",
 };
-const AT: ArgDoc = ArgDoc {
+pub(super) const AT: ArgDoc = ArgDoc {
     name: c"unix-time-milliseconds",
     kind: ArgKind::UnixTime,
     token: None,

@@ -6,16 +6,16 @@
 
 use redis_module::raw;
 
-use crate::commands::dispatch::Args;
+use crate::commands::dispatch::{reply_pair as reply, Args};
 use crate::handoff::take::{self, Attempt};
 use crate::handoff::ticket_wait::{self, Route};
-use crate::host::ffi::api;
 use crate::host::{config, gate, node};
 use crate::waits::{receiver, tickets};
 use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::parse::wait::parse;
 use rlock_core::reply::Reply;
+use rlock_core::rwlock::Kind;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = parse(args.bytes(), node::now_ms())?;
@@ -33,26 +33,11 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let id = ticket_wait::queue(
         ctx,
         (db, &key),
-        parsed.owner,
+        (parsed.owner, Kind::Lock),
         (lease, wait),
         held_back,
         route,
     )?;
     counters::CONTENDED.bump();
     reply(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
-}
-
-/// Replies `[tag, n]`.
-fn reply(ctx: *mut raw::RedisModuleCtx, tag: &std::ffi::CStr, n: i64) -> Result<Reply, LockError> {
-    let (array, simple, integer) = (
-        api!(RedisModule_ReplyWithArray),
-        api!(RedisModule_ReplyWithSimpleString),
-        api!(RedisModule_ReplyWithLongLong),
-    );
-    unsafe {
-        array(ctx, 2);
-        simple(ctx, tag.as_ptr());
-        integer(ctx, n);
-    }
-    Ok(Reply::Sent)
 }

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::handoff::{door, expiry};
+use crate::handoff::{door, expiry, rw_take};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{config, guard, node};
@@ -17,6 +17,7 @@ use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::lock::{self, ReleaseStep};
 use rlock_core::registry::{Db, Grant};
+use rlock_core::rwlock::Kind;
 
 /// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
 /// will hold the lock with a lease of `lease_ms`. `held_back`: the gate holds a free lock
@@ -25,7 +26,7 @@ pub fn wait(
     ctx: *mut raw::RedisModuleCtx,
     db: Db,
     key: &LockKey,
-    owner: &[u8],
+    (owner, kind): (&[u8], Kind),
     (lease_ms, wait_ms): (i64, i64),
     held_back: Option<i64>,
 ) -> Result<(), LockError> {
@@ -35,10 +36,11 @@ pub fn wait(
     let waiter = Waiter {
         id: blocked.id,
         client: id_of(blocked.bc),
-        owner: owner.to_vec(),
+        owner: owner.into(),
         lease_ms,
         deadline_timer: blocked.deadline_timer,
         wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
+        kind,
     };
     queues::enqueue(db, key.name(), waiter);
     // The client is blocked now: whatever happens next, the command's reply is sent later.
@@ -47,7 +49,8 @@ pub fn wait(
 }
 
 /// A wait was queued on `key`: a lock without a lease is checked on events only; one with
-/// a lease when it ends; a free one held back by the gate when the gate said to ask again.
+/// a lease when it ends; a free one held back by the gate when the gate said to ask again
+/// (for a read-write lock: when its first holder's lease ends), whichever comes first.
 pub fn watch(
     ctx: *mut raw::RedisModuleCtx,
     db: Db,
@@ -59,7 +62,7 @@ pub fn watch(
         Ok(ttl @ 0..) => Some(now.saturating_add(ttl)),
         _ => None,
     };
-    if let Some(at) = lease_end.or(held_back) {
+    if let Some(at) = lease_end.into_iter().chain(held_back).min() {
         expiry::arm(ctx, db, key.name(), at);
     }
 }
@@ -130,6 +133,13 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
     node::select_db(ctx, grant.db);
     let name = OwnedString::new(ctx, &grant.key)?;
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
+    if let Kind::Rw(mode) = grant.kind {
+        let owner = OwnedString::new(ctx, &grant.owner)?;
+        if rw_take::release(ctx, &key, Name::of(&owner), (mode, Some(grant.token)))?.is_some() {
+            counters::REVOKED_GRANTS.bump();
+        }
+        return Ok(());
+    }
     let Ok(Some(holding)) = key.read() else {
         return Ok(());
     };

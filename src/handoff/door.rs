@@ -18,11 +18,12 @@ use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Ask, Verdict};
 use crate::host::{config, node};
 use crate::store::publish;
-use crate::store::{LockEntry, LockKey, Name, Over, Replicate};
+use crate::store::{LockEntry, LockKey, Name, Over, Replicate, RwEntry};
 use crate::waits::finish;
 use crate::waits::{blocked, queues, tickets};
 use rlock_core::error::LockError;
 use rlock_core::reply::Outcome;
+use rlock_core::rwlock::{Kind, RwMode};
 use rlock_core::token::{self, TOKENS};
 use rlock_core::{counters, registry};
 
@@ -34,6 +35,8 @@ pub struct Claim<'a> {
     pub wait_until: Option<i64>,
     /// Asked inside a client's command (an acquire, a release), not a timer or an event.
     pub in_command: bool,
+    /// A plain lock, or a read or write hold of a read-write lock (added to its holders).
+    pub kind: Kind,
 }
 
 /// What the door said.
@@ -69,13 +72,27 @@ pub fn fresh_holding(
         .issue(now_us)
         .map_err(|_| LockError::TokensExhausted)?;
     let deadline_ms = now_us.div_euclid(1000).saturating_add(claim.lease_ms);
-    let holding = LockEntry {
-        owner: claim.owner,
-        holds: 1,
-        token,
-        deadline_ms,
-    };
-    key.write_holding(&holding, over)?;
+    match claim.kind {
+        Kind::Lock => {
+            let holding = LockEntry {
+                owner: claim.owner,
+                holds: 1,
+                token,
+                deadline_ms,
+            };
+            key.write_holding(&holding, over)?;
+        }
+        Kind::Rw(mode) => {
+            let entry = RwEntry {
+                owner: claim.owner,
+                reads: i64::from(mode == RwMode::Read),
+                writes: i64::from(mode == RwMode::Write),
+                token,
+                deadline_ms,
+            };
+            key.apply_rw(&entry)?;
+        }
+    }
     Ok(Door::Held { token, deadline_ms })
 }
 
@@ -113,6 +130,14 @@ pub fn hand_off(
         let Some(first) = queues::first(db, key.name()) else {
             break;
         };
+        if first.kind != Kind::Lock {
+            // A read-write lock's waiters: a check serves them (`expiry.rs`), at once.
+            later = Some(node::now_ms());
+            if !undelivered {
+                return Ok(Handed::NotNow(node::now_ms()));
+            }
+            break;
+        }
         let push_to = tickets::push_receiver(first.client, first.id);
         if push_to.is_some_and(|r| deaf.contains(&r)) {
             drop_first(ctx, db, key.name());
@@ -124,6 +149,7 @@ pub fn hand_off(
             lease_ms: first.lease_ms,
             wait_until: first.wait_until,
             in_command,
+            kind: Kind::Lock,
         };
         let shut = match fresh_holding(ctx, key, over, &claim) {
             Ok(Door::Held { token, deadline_ms }) => {

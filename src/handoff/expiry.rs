@@ -11,6 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
+use crate::handoff::rw_serve;
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -18,6 +19,7 @@ use crate::store::{publish, while_self_notifying, LockKey, Mode, Over};
 use crate::waits::{finish, queues};
 use rlock_core::error::LockError;
 use rlock_core::registry::Db;
+use rlock_core::rwlock::Kind;
 use rlock_core::{counters, token};
 
 /// Why a check runs.
@@ -215,6 +217,9 @@ fn serve_or_rearm(
     name: &OwnedString,
 ) -> Result<(), LockError> {
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
+    if queues::first(check.db, &check.key).is_some_and(|w| w.kind != Kind::Lock) {
+        return serve_rw(ctx, check, &key);
+    }
     let lease_end = check.cause.is_lease_end();
     // What a waiter's holding would be written over, if the lock is free.
     let vacancy = match key.read() {
@@ -252,6 +257,15 @@ fn serve_or_rearm(
             Handed::To(_) | Handed::Nobody | Handed::Gone(None) => {}
         }
     }
+    rearm_at_lease_end(ctx, check, &key)
+}
+
+/// A held plain lock with waiters: checked again when its lease ends.
+fn rearm_at_lease_end(
+    ctx: *mut raw::RedisModuleCtx,
+    check: &Check,
+    key: &LockKey,
+) -> Result<(), LockError> {
     let ttl = key.ttl_ms()?;
     if ttl >= 0 && queues::queue_len(check.db, &check.key) > 0 {
         arm(
@@ -260,6 +274,20 @@ fn serve_or_rearm(
             &check.key,
             node::now_ms().saturating_add(ttl),
         );
+    }
+    Ok(())
+}
+
+/// A read-write lock's waiters: lapsed holders out, the queue served, the next check armed
+/// at the first lease to end. A key that is not a read-write lock keeps them waiting until
+/// it is one, or they time out.
+fn serve_rw(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Result<(), LockError> {
+    let Ok((state, pruned)) = rw_serve::live_state(ctx, key) else {
+        return Ok(());
+    };
+    let freed = pruned && state.holders.is_empty();
+    if let Some(at) = rw_serve::serve(ctx, check.db, key, state, (false, freed))? {
+        arm(ctx, check.db, &check.key, at);
     }
     Ok(())
 }

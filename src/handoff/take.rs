@@ -9,6 +9,7 @@ use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::lock::{self, AcquireStep, Holding};
 use rlock_core::registry::Db;
+use rlock_core::rwlock::Kind;
 
 use crate::handoff::door::{self, Claim, Door, Handed};
 use crate::handoff::expiry;
@@ -72,6 +73,7 @@ fn take_free(
         lease_ms,
         wait_until: None,
         in_command: true,
+        kind: Kind::Lock,
     };
     Ok(
         match door::fresh_holding(ctx, key, Over::Nothing, &claim)? {

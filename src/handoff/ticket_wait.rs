@@ -18,6 +18,7 @@ use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::registry::Db;
 use rlock_core::reply::Outcome;
+use rlock_core::rwlock::Kind;
 
 /// Who queues a ticket, and where its outcome goes.
 pub struct Route<'a> {
@@ -30,7 +31,7 @@ pub struct Route<'a> {
 pub fn queue(
     ctx: *mut raw::RedisModuleCtx,
     (db, key): (Db, &LockKey),
-    owner: &[u8],
+    (owner, kind): (&[u8], Kind),
     (lease_ms, wait_ms): (i64, i64),
     held_back: Option<i64>,
     route: Route<'_>,
@@ -43,10 +44,11 @@ pub fn queue(
     let waiter = Waiter {
         id,
         client,
-        owner: owner.to_vec(),
+        owner: owner.into(),
         lease_ms,
         deadline_timer,
         wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
+        kind,
     };
     queues::enqueue(db, key.name(), waiter);
     tickets::add(id, route.to.receiver, route.to.delivery, route.sender);

@@ -21,8 +21,10 @@ use rlock_core::token::TOKENS;
 
 pub mod persist;
 pub mod publish;
+mod rw;
 mod write;
 
+pub use rw::{entry_of, RwEntry};
 pub use write::{LockEntry, Over, Replicate};
 
 /// How a key is opened.

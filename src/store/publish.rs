@@ -80,3 +80,29 @@ pub fn listeners(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<usize, Loc
     unsafe { free(reply) };
     Ok(usize::try_from(count).unwrap_or(0))
 }
+
+/// The channel Redisson's read-write lock clients wait on.
+const RW_CHANNEL_PREFIX: &[u8] = b"redisson_rwlock";
+
+/// Publishes the release of the read-write lock `key` on `redisson_rwlock:{key}`, as
+/// `rlock.publish` says: `1`, the message on which Redisson wakes all its waiters of the
+/// lock (readers and writers alike; each then tries again).
+pub fn rw_release_message(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<(), LockError> {
+    static MESSAGE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+    let mode = config::publish_mode();
+    if mode == PublishMode::none {
+        return Ok(());
+    }
+    let channel = CHANNEL.with(|channel| {
+        let mut channel = channel.borrow_mut();
+        write_release_channel(&mut channel, RW_CHANNEL_PREFIX, key);
+        OwnedString::new(ctx, &channel)
+    })?;
+    let message = kept(&MESSAGE, b"1")?;
+    let publish = match mode {
+        PublishMode::spublish => api!(RedisModule_PublishMessageShard),
+        _ => api!(RedisModule_PublishMessage),
+    };
+    unsafe { publish(ctx, channel.0, message) };
+    Ok(())
+}

@@ -185,13 +185,13 @@ impl LockKey {
         Ok(())
     }
 
-    fn delete_locally(&self) -> Result<(), LockError> {
+    pub(super) fn delete_locally(&self) -> Result<(), LockError> {
         let delete_key = api!(RedisModule_DeleteKey);
         unsafe { delete_key(self.key) };
         self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"del")
     }
 
-    fn notify(&self, class: c_int, event: &CStr) -> Result<(), LockError> {
+    pub(super) fn notify(&self, class: c_int, event: &CStr) -> Result<(), LockError> {
         let notify = api!(RedisModule_NotifyKeyspaceEvent);
         let signal = api!(RedisModule_SignalModifiedKey);
         unsafe { signal(self.ctx, self.name) };

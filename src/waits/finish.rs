@@ -25,8 +25,9 @@ pub fn grant(
     let grant = Grant {
         db,
         key: key.to_vec(),
-        owner: waiter.owner.clone(),
+        owner: waiter.owner.to_vec(),
         token,
+        kind: waiter.kind,
     };
     if is_ticket(waiter.client) {
         return tickets::deliver(ctx, &waiter, Outcome::Granted(token), Some(grant));

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use redis_module::raw;
 
 use rlock_core::registry::{Db, Grant, Registry};
+use rlock_core::rwlock::Kind;
 
 /// A blocked client's handle.
 pub type Bc = *mut raw::RedisModuleBlockedClient;
@@ -83,6 +84,14 @@ pub fn first(db: Db, key: &[u8]) -> Option<Waiter> {
         return None;
     }
     with(|r| r.first(db, key).cloned())
+}
+
+/// The first `n` waiters of `key`: their owners and what they wait for.
+pub fn peek(db: Db, key: &[u8], n: usize) -> Vec<(Vec<u8>, Kind)> {
+    if !any() {
+        return Vec::new();
+    }
+    with(|r| r.peek(db, key, n))
 }
 
 /// Takes a queued client out of its queue (only the waiter `id`, when given).

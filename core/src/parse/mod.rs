@@ -13,4 +13,5 @@ pub mod info;
 pub mod raise;
 pub mod release;
 pub mod renew;
+pub mod rw;
 pub mod wait;

@@ -152,10 +152,11 @@ mod tests {
         Waiter {
             id,
             client: id,
-            owner: b"o".to_vec(),
+            owner: b"o".as_slice().into(),
             lease_ms: 1000,
             deadline_timer: None,
             wait_until: None,
+            kind: Default::default(),
         }
     }
 

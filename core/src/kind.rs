@@ -1,0 +1,25 @@
+//! What a wait waits for: a plain lock, or a read or a write hold of a read-write lock.
+
+/// A read or a write hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RwMode {
+    Read,
+    Write,
+}
+
+impl RwMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+        }
+    }
+}
+
+/// What a queued wait waits for: a plain lock, or one mode of a read-write lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Kind {
+    #[default]
+    Lock,
+    Rw(RwMode),
+}

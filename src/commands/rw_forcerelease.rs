@@ -1,0 +1,25 @@
+/* RWLOCK.FORCERELEASE key */
+
+use redis_module::raw;
+
+use crate::commands::dispatch::Args;
+use crate::handoff::rw_take;
+use crate::host::gate;
+use crate::store::{LockKey, Mode};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::parse::forcerelease::parse;
+use rlock_core::reply::Reply;
+
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
+    parse(args.bytes())?;
+    gate::client_writes(ctx)?;
+    let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
+    if key.read_rw()?.is_none() {
+        return Ok(Reply::Integer(0));
+    }
+    key.delete_rw()?;
+    rw_take::after_change(ctx, &key, Default::default(), true)?;
+    counters::FORCE_RELEASES.bump();
+    Ok(Reply::Integer(1))
+}

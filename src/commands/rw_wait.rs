@@ -1,0 +1,36 @@
+/* RWLOCK.WAIT key owner READ|WRITE [LEASE ms] [WAIT ms] [TO client-id] */
+//! Acquires like `RWLOCK.ACQUIRE`, or queues a ticket in the same FIFO and answers at once
+//! with its wait id; the outcome comes as for `LOCK.WAIT` (docs/commands/rwlock.wait.md).
+
+use redis_module::raw;
+
+use crate::commands::dispatch::{reply_pair, Args};
+use crate::handoff::rw_take::{self, RwAttempt};
+use crate::handoff::ticket_wait::{self, Route};
+use crate::host::{config, gate, node};
+use crate::waits::{receiver, tickets};
+use rlock_core::counters;
+use rlock_core::error::LockError;
+use rlock_core::parse::{rw, wait::parse};
+use rlock_core::reply::Reply;
+use rlock_core::rwlock::Kind;
+
+pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
+    let (mode, rest) = rw::split_mode(args.bytes())?;
+    let parsed = parse(&rest, node::now_ms())?;
+    gate::client_writes(ctx)?;
+    let me = tickets::me(ctx)?;
+    let to = receiver::choose(ctx, &me, parsed.to)?;
+    let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
+    let (key, db, check_at) =
+        match rw_take::attempt(ctx, args.key()?, args.name(2)?, (mode, lease))? {
+            RwAttempt::Held(token) => return reply_pair(ctx, c"held", token),
+            RwAttempt::Contended { key, db, check_at } => (key, db, check_at),
+        };
+    let wait = parsed.options.wait.unwrap_or(0);
+    let route = Route { sender: &me, to };
+    let owner = (parsed.owner, Kind::Rw(mode));
+    let id = ticket_wait::queue(ctx, (db, &key), owner, (lease, wait), check_at, route)?;
+    counters::CONTENDED.bump();
+    reply_pair(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
+}
