@@ -61,6 +61,12 @@ pub fn run(s: &Settings) -> Counts {
     deployment.heal();
     wind_down(&runtime, crew);
     let counts = judge_run(&history.events(), &mut deployment, ended_us);
+    if s.workers.iter().any(|w| w == "rw") {
+        eprintln!(
+            "read-write steps: {}",
+            crate::workers::rw_steps::take_tally()
+        );
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
     counts
 }

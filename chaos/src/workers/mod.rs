@@ -9,7 +9,7 @@ pub mod raw;
 pub mod redisson;
 pub mod rw;
 mod rw_conn;
-mod rw_steps;
+pub mod rw_steps;
 pub mod several;
 pub mod ticket;
 

@@ -196,7 +196,10 @@ impl Rw<'_> {
         let args = ["LEASE", &lease, "WAIT", &wait_ms];
         let command = [&["RWLOCK.WAIT", key, owner, mode_arg(mode)][..], &args].concat();
         match ask(self.ctx, r, &command, wait, self.name) {
-            End::Granted(token) => (Got::Token(token), true),
+            End::Granted(token) => {
+                super::rw_steps::tally(super::rw_steps::TICKET_GRANT);
+                (Got::Token(token), true)
+            }
             End::Not => (Got::Failed, true),
             End::Broken => {
                 self.receiver = None;

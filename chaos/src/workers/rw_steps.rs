@@ -4,6 +4,7 @@
 //! before the lease the worker counts from its send could end); a later reply proves
 //! nothing, and the worker follows what the server says.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use redis::{RedisError, RedisResult, Value};
@@ -12,6 +13,36 @@ use super::rw::{lease_ms, mode_arg, Holding, Rw, MARGIN};
 use super::rw_conn::broken;
 use super::LEASE;
 use crate::history::Mode;
+
+/// The steps the servers confirmed, counted for the run's report (not judged).
+const STEPS: [&str; 7] = [
+    "reentries",
+    "upgrades_refused",
+    "fenced_writes",
+    "fenced_refused",
+    "renewals",
+    "downgrades",
+    "ticket_grants",
+];
+static TALLY: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
+const REENTRY: usize = 0;
+const UPGRADE_REFUSED: usize = 1;
+const FENCED_WRITE: usize = 2;
+const FENCED_REFUSED: usize = 3;
+const RENEWAL: usize = 4;
+const DOWNGRADE: usize = 5;
+pub(super) const TICKET_GRANT: usize = 6;
+
+pub(super) fn tally(step: usize) {
+    TALLY[step].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The steps counted since the last call, as `name=count` pairs.
+pub fn take_tally() -> String {
+    let counts = STEPS.iter().zip(&TALLY);
+    let pairs = counts.map(|(name, n)| format!("{name}={}", n.swap(0, Ordering::Relaxed)));
+    pairs.collect::<Vec<_>>().join(" ")
+}
 
 /// An error the interface gives for a refusal (not a passing state of the server, such as
 /// `TRYAGAIN`, `LOADING`, `READONLY` or `OOM`).
@@ -63,7 +94,10 @@ impl Rw<'_> {
         };
         let (reply, sent) = self.acquire_now(h, mode);
         match reply {
-            Ok(Value::Int(token)) => self.granted(h, mode, token, sent, "a reentry"),
+            Ok(Value::Int(token)) => {
+                tally(REENTRY);
+                self.granted(h, mode, token, sent, "a reentry");
+            }
             Ok(other) if !h.lost() => {
                 let what = format!("{}: a reentry got {other:?}", h.owner);
                 self.wrong(&h.key, what);
@@ -83,7 +117,12 @@ impl Rw<'_> {
             Err(e) if in_time && e.code() == Some("ERR") && !e.to_string().contains("upgrade") => {
                 format!("an upgrade was refused without naming it: {e}")
             }
-            Err(_) => return true,
+            Err(e) => {
+                if e.to_string().contains("upgrade") {
+                    tally(UPGRADE_REFUSED);
+                }
+                return true;
+            }
             Ok(Value::Int(token)) => {
                 // Granted: an upgrade, or a fresh holding after the lease ran out.
                 let mut cmd = redis::cmd("RWLOCK.RELEASE");
@@ -122,6 +161,8 @@ impl Rw<'_> {
             Err(e) if in_time && !writer && refusal(&e) && e.code() != Some("NOTHELD") => {
                 format!("a reader's fenced write was refused, but not with NOTHELD: {e}")
             }
+            Ok(_) => return tally(FENCED_WRITE),
+            Err(e) if e.code() == Some("NOTHELD") && !writer => return tally(FENCED_REFUSED),
             _ => return,
         };
         self.wrong(&h.key, format!("{}: {what}", h.owner));
@@ -134,7 +175,10 @@ impl Rw<'_> {
         cmd.arg("TOKEN").arg(h.token);
         let sent = Instant::now();
         match self.call(&cmd) {
-            Ok(Value::Int(1)) => h.deadline = sent + LEASE - MARGIN,
+            Ok(Value::Int(1)) => {
+                tally(RENEWAL);
+                h.deadline = sent + LEASE - MARGIN;
+            }
             Ok(other) if !h.lost() => {
                 let what = format!("{}: a renewal got {other:?}", h.owner);
                 self.wrong(&h.key, what);
@@ -158,6 +202,7 @@ impl Rw<'_> {
             }
             Err(e) => return !broken(&e),
         }
+        tally(DOWNGRADE);
         self.release_mode(h, Mode::Write)
     }
 
