@@ -64,7 +64,7 @@ pub fn run(s: &Settings) -> Counts {
     if s.workers.iter().any(|w| w == "rw") {
         eprintln!(
             "read-write steps: {}",
-            crate::workers::rw_steps::take_tally()
+            crate::workers::rw_tally::take_tally()
         );
     }
     runtime.shutdown_timeout(Duration::from_secs(1));

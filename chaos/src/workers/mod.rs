@@ -9,7 +9,8 @@ pub mod raw;
 pub mod redisson;
 pub mod rw;
 mod rw_conn;
-pub mod rw_steps;
+mod rw_steps;
+pub mod rw_tally;
 pub mod several;
 pub mod ticket;
 

@@ -46,7 +46,7 @@ impl Holding {
     }
 }
 
-/// One worker's connections (its steps with a holding are in `rw_steps.rs`).
+/// One worker's connections (its steps while holding are in `rw_steps.rs`).
 pub(super) struct Rw<'a> {
     pub ctx: &'a Ctx,
     pub node: Node,
@@ -197,7 +197,7 @@ impl Rw<'_> {
         let command = [&["RWLOCK.WAIT", key, owner, mode_arg(mode)][..], &args].concat();
         match ask(self.ctx, r, &command, wait, self.name) {
             End::Granted(token) => {
-                super::rw_steps::tally(super::rw_steps::TICKET_GRANT);
+                super::rw_tally::tally(super::rw_tally::TICKET_GRANT);
                 (Got::Token(token), true)
             }
             End::Not => (Got::Failed, true),

@@ -4,45 +4,17 @@
 //! before the lease the worker counts from its send could end); a later reply proves
 //! nothing, and the worker follows what the server says.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use redis::{RedisError, RedisResult, Value};
 
 use super::rw::{lease_ms, mode_arg, Holding, Rw, MARGIN};
 use super::rw_conn::broken;
+use super::rw_tally::{
+    tally, DOWNGRADE, FENCED_REFUSED, FENCED_WRITE, REENTRY, RENEWAL, UPGRADE_REFUSED,
+};
 use super::LEASE;
 use crate::history::Mode;
-
-/// The steps the servers confirmed, counted for the run's report (not judged).
-const STEPS: [&str; 7] = [
-    "reentries",
-    "upgrades_refused",
-    "fenced_writes",
-    "fenced_refused",
-    "renewals",
-    "downgrades",
-    "ticket_grants",
-];
-static TALLY: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
-const REENTRY: usize = 0;
-const UPGRADE_REFUSED: usize = 1;
-const FENCED_WRITE: usize = 2;
-const FENCED_REFUSED: usize = 3;
-const RENEWAL: usize = 4;
-const DOWNGRADE: usize = 5;
-pub(super) const TICKET_GRANT: usize = 6;
-
-pub(super) fn tally(step: usize) {
-    TALLY[step].fetch_add(1, Ordering::Relaxed);
-}
-
-/// The steps counted since the last call, as `name=count` pairs.
-pub fn take_tally() -> String {
-    let counts = STEPS.iter().zip(&TALLY);
-    let pairs = counts.map(|(name, n)| format!("{name}={}", n.swap(0, Ordering::Relaxed)));
-    pairs.collect::<Vec<_>>().join(" ")
-}
 
 /// An error the interface gives for a refusal (not a passing state of the server, such as
 /// `TRYAGAIN`, `LOADING`, `READONLY` or `OOM`).
