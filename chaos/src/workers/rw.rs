@@ -98,10 +98,13 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String, tickets: bool) {
             res: &mut res,
             name: &name,
         };
-        while !ctx.stopped() && {
+        // Until the run stops or the connection breaks (then a new one).
+        while !ctx.stopped() {
             n += 1;
-            w.round(n)
-        } {}
+            if !w.round(n) {
+                break;
+            }
+        }
     }
 }
 
