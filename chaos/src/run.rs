@@ -52,7 +52,10 @@ pub fn run(s: &Settings) -> Counts {
         .map(|p| (p.name.clone(), p.port))
         .collect();
     let control = (CONTROL.to_owned(), resource_server.port);
-    let watch = Watch::start(&watched, control, &ctx.keys, &history);
+    // The plain locks' keys and the read-write workers'.
+    let rw_keys = crate::workers::rw::RW_KEYS.iter().map(|k| k.to_string());
+    let sampled: Vec<String> = ctx.keys.iter().cloned().chain(rw_keys).collect();
+    let watch = Watch::start(&watched, control, &sampled, &history);
     inject_faults(s, &mut deployment, &mut crew.children, &history);
     // Gaps are measured up to here: the end of the faults, not of the settling.
     let ended_us = now_us();

@@ -2,7 +2,8 @@
 //! and holder processes paused past their lease, a short run must report violations, name
 //! them, and exit with status 1; with workers that forget holdings and a `DEBUG SLEEP` the
 //! checker is not told of, it must count leaked holds and stalls; with read-write workers
-//! alone, which then hold past their lease, it must count overlaps of read-write locks.
+//! alone, which then hold past their lease and forget holdings, it must count overlaps of
+//! read-write locks and leaked holds.
 
 use std::process::Command;
 
@@ -39,19 +40,20 @@ fn unsafe_switch_counts_leaked_holds_and_stalls() {
 }
 
 #[test]
-fn unsafe_switch_makes_read_write_workers_overlap() {
+fn unsafe_switch_makes_read_write_workers_overlap_and_leak() {
     let mut runs = Vec::new();
     for seed in SEEDS {
         let run = unsafe_run_of(seed, "none", "rw");
         assert!(run.count("rw_acquisitions") > 0, "{}", run.safety);
-        if run.count("rw_overlaps") > 0 {
+        if run.count("rw_overlaps") > 0 && run.count("leaked_holds") > 0 {
             assert!(run.count("overlaps") >= run.count("rw_overlaps"));
             assert!(run.stderr.contains("overlap on rw:"), "{}", run.stderr);
+            assert!(run.stderr.contains("leaked hold on rw:"), "{}", run.stderr);
             return assert_eq!(run.status, Some(1), "{}", run.safety);
         }
         runs.push(run.safety);
     }
-    panic!("no unsafe run of read-write workers counted an overlap: {runs:#?}");
+    panic!("no unsafe run of read-write workers counted an overlap and a leak: {runs:#?}");
 }
 
 struct UnsafeRun {

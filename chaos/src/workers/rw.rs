@@ -6,7 +6,7 @@
 //! Writers and readers try `LOCK.FENCED` (a reader's must be refused), and readers now and
 //! then ask `WRITE` (an upgrade, which must be refused). A reply the interface rules out,
 //! while the worker's lease still ran, is recorded as [`Event::Wrong`]. The unsafe switch
-//! never renews, and writes and believes past the lease.
+//! never renews, writes and believes past the lease, and forgets one holding in ten.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use redis::{RedisResult, Value};
 
 use super::raw::{resource_conn, Target};
-use super::rw_conn::Node;
+use super::rw_conn::{lease_ms, mode_arg, Node};
 use super::ticket::{ask, End, Receiver};
 use super::{Ctx, LEASE};
 use crate::history::{Event, Mode, Section, Wait};
@@ -38,6 +38,8 @@ pub(super) struct Holding {
     pub reads: u32,
     pub writes: u32,
     pub deadline: Instant,
+    /// A release was not answered with a count: the holds may still be there.
+    pub unsure: bool,
 }
 
 impl Holding {
@@ -55,18 +57,6 @@ pub(super) struct Rw<'a> {
     tickets: bool,
     pub res: &'a mut redis::Connection,
     pub name: &'a str,
-}
-
-pub(super) fn mode_arg(mode: Mode) -> &'static str {
-    if mode == Mode::Write {
-        "WRITE"
-    } else {
-        "READ"
-    }
-}
-
-pub(super) fn lease_ms() -> u64 {
-    LEASE.as_millis() as u64
 }
 
 /// What an acquisition brought.
@@ -134,12 +124,17 @@ impl Rw<'_> {
             Mode::Read
         };
         let wait = ctx.rng.millis(0, 2000);
+        // Believed from before the acquisition to after the release (`unbelieve`).
+        ctx.history.believe(&key, &owner, true);
         let sent = Instant::now();
         let (got, sound) = if self.tickets && ctx.rng.chance(30) {
             self.by_ticket(&key, &owner, mode, wait)
         } else {
             self.by_wait(&key, &owner, mode, wait)
         };
+        if !matches!(got, Got::Token(_)) {
+            ctx.history.believe(&key, &owner, false);
+        }
         match got {
             Got::Token(token) => {
                 ctx.history.acquired(name, true);
@@ -150,8 +145,11 @@ impl Rw<'_> {
                     reads: u32::from(mode == Mode::Read),
                     writes: u32::from(mode == Mode::Write),
                     deadline: sent + LEASE - MARGIN,
+                    unsure: false,
                 };
-                self.hold(&mut h) && sound && !self.node.dead
+                let released = self.hold(&mut h);
+                self.unbelieve(&h, released);
+                released && sound && !self.node.dead
             }
             Got::Busy => sound && !self.node.dead,
             Got::Failed => {
@@ -228,6 +226,10 @@ impl Rw<'_> {
             if h.writes == 0 && h.reads > 0 {
                 self.section(h);
             }
+        }
+        if self.ctx.ignore_loss && rng.chance(10) {
+            // The unsafe switch: a holding forgotten, never released (a leaked hold).
+            return true;
         }
         self.release(h)
     }

@@ -6,12 +6,27 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
-use crate::history::Wait;
+use super::LEASE;
+use crate::history::{Mode, Wait};
 
 /// How many redirections one command follows (a migration may bounce it a few times).
 const REDIRECTS: usize = 5;
 /// How long a reply may take (past any fault) before it counts as lost.
 pub const REPLY_SLACK: Duration = Duration::from_secs(30);
+
+/// The mode argument of `RWLOCK.*` commands.
+pub fn mode_arg(mode: Mode) -> &'static str {
+    if mode == Mode::Write {
+        "WRITE"
+    } else {
+        "READ"
+    }
+}
+
+/// The `LEASE` argument every read-write worker asks for.
+pub fn lease_ms() -> u64 {
+    LEASE.as_millis() as u64
+}
 
 pub struct Node {
     conn: redis::Connection,

@@ -4,17 +4,21 @@
 //! before the lease the worker counts from its send could end); a later reply proves
 //! nothing, and the worker follows what the server says.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use redis::{RedisError, RedisResult, Value};
 
-use super::rw::{lease_ms, mode_arg, Holding, Rw, MARGIN};
-use super::rw_conn::broken;
+use super::rw::{Holding, Rw, MARGIN};
+use super::rw_conn::{broken, lease_ms, mode_arg};
 use super::rw_tally::{
     tally, DOWNGRADE, FENCED_REFUSED, FENCED_WRITE, REENTRY, RENEWAL, UPGRADE_REFUSED,
 };
 use super::LEASE;
-use crate::history::Mode;
+use crate::history::{now_us, Event, Mode};
+
+/// How long past the worker's deadline a hold whose release went unanswered may stay (the
+/// margin, and the time its lease-setting command took to reach the server).
+const HOLD_SLACK: Duration = Duration::from_millis(150);
 
 /// An error the interface gives for a refusal (not a passing state of the server, such as
 /// `TRYAGAIN`, `LOADING`, `READONLY` or `OOM`).
@@ -31,6 +35,21 @@ fn holds(h: &mut Holding, mode: Mode) -> &mut u32 {
 }
 
 impl Rw<'_> {
+    /// Ends the worker's belief in `h`: now when every release was answered (`released`:
+    /// and the connection held), else at the end of its lease, when the holds end anyway.
+    pub fn unbelieve(&self, h: &Holding, released: bool) {
+        if released && !h.unsure {
+            return self.ctx.history.believe(&h.key, &h.owner, false);
+        }
+        let left = h.deadline.saturating_duration_since(Instant::now()) + HOLD_SLACK;
+        self.ctx.history.push(Event::Belief {
+            t_us: now_us() + left.as_micros() as u64,
+            key: h.key.clone(),
+            owner: h.owner.clone(),
+            begin: false,
+        });
+    }
+
     /// `RWLOCK.ACQUIRE key owner MODE LEASE ms`, without `WAIT`: the reply, when it was sent.
     fn acquire_now(&mut self, h: &Holding, mode: Mode) -> (RedisResult<Value>, Instant) {
         let mut cmd = redis::cmd("RWLOCK.ACQUIRE");
@@ -104,6 +123,7 @@ impl Rw<'_> {
                     .arg("TOKEN")
                     .arg(token);
                 if let Err(e) = self.call(&cmd) {
+                    h.unsure = true;
                     return !broken(&e);
                 }
                 if !in_time {
@@ -192,6 +212,7 @@ impl Rw<'_> {
             cmd.arg(&h.key).arg(&h.owner).arg(mode_arg(mode));
             cmd.arg("TOKEN").arg(h.token);
             let reply = self.call(&cmd);
+            h.unsure |= !matches!(reply, Ok(Value::Int(_)));
             let what = match reply {
                 Ok(Value::Int(n)) if n == left => continue,
                 Err(e) if broken(&e) => return false,
