@@ -39,14 +39,7 @@ fn operation(rng: &mut Rng, mailbox: &str) -> Vec<String> {
     let owner = format!("o{}", rng.below(OWNERS));
     let mode = if rng.chance(65) { "READ" } else { "WRITE" }.to_owned();
     let op: Vec<String> = match rng.below(100) {
-        0..=34 => vec![
-            "RWLOCK.ACQUIRE".into(),
-            key,
-            owner,
-            mode,
-            "LEASE".into(),
-            lease(rng),
-        ],
+        0..=34 => vec!["RWLOCK.ACQUIRE".into(), key, owner, mode, "LEASE".into(), lease(rng)],
         35..=44 => vec![
             "RWLOCK.WAIT".into(),
             key,
@@ -60,13 +53,7 @@ fn operation(rng: &mut Rng, mailbox: &str) -> Vec<String> {
             mailbox.to_owned(),
         ],
         45..=79 => vec!["RWLOCK.RELEASE".into(), key, owner, mode],
-        80..=91 => vec![
-            "RWLOCK.RENEW".into(),
-            key,
-            owner,
-            "LEASE".into(),
-            lease(rng),
-        ],
+        80..=91 => vec!["RWLOCK.RENEW".into(), key, owner, "LEASE".into(), lease(rng)],
         92..=94 => vec!["RWLOCK.FORCERELEASE".into(), key],
         _ => vec!["RWLOCK.INFO".into(), key],
     };
@@ -122,11 +109,7 @@ fn replica_equals_master_after_a_random_mixed_workload() {
         all_keys(&mut con).iter().all(|k| pttl(&mut con, k) > 5_000)
     });
     assert!(settled, "short leases did not run out");
-    assert_eq!(
-        int(&mut con, &["WAIT", "1", "5000"]),
-        1,
-        "replica did not ack"
-    );
+    assert_eq!(int(&mut con, &["WAIT", "1", "5000"]), 1, "replica did not ack");
     let mut rcon = replica.conn();
     let keys: BTreeSet<Vec<u8>> = all_keys(&mut con)
         .union(&all_keys(&mut rcon))
