@@ -4,7 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::history::{Event, Section, Wait};
+use crate::history::{Event, Mode, Section, Wait};
+
+/// The names of the read-write workers begin so (their acquisitions are `rw_acquisitions`).
+pub const RW_WORKERS: &str = "rw";
 
 /// Every safety count, and the run's size.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,6 +26,12 @@ pub struct Counts {
     pub leaked_holds: usize,
     /// Heartbeats answered over 250 ms late, outside deliberate stops (`check_watch.rs`).
     pub stalls: usize,
+    /// Acquisitions of the read-write workers (also in `acquisitions`).
+    pub rw_acquisitions: usize,
+    /// The overlaps on read-write locks (also in `overlaps`).
+    pub rw_overlaps: usize,
+    /// Replies of `RWLOCK.*` and `LOCK.FENCED` that their interface rules out.
+    pub rw_wrong_replies: usize,
 }
 
 impl Counts {
@@ -38,6 +47,7 @@ impl Counts {
             + self.crashes
             + self.leaked_holds
             + self.stalls
+            + self.rw_wrong_replies
     }
 }
 
@@ -68,6 +78,16 @@ pub fn judge(events: &[Event]) -> Counts {
         crashes: 0,
         leaked_holds: crate::check_watch::leaked_holds(events).len(),
         stalls: crate::check_watch::stalls(events).len(),
+        rw_acquisitions: count(
+            events,
+            |e| matches!(e, Event::Acquire { ok: true, worker, .. } if worker.starts_with(RW_WORKERS)),
+        ),
+        rw_overlaps: by_key
+            .values()
+            .filter(|s| s.iter().any(|s| s.mode != Mode::Plain))
+            .map(|s| overlaps(s))
+            .sum(),
+        rw_wrong_replies: count(events, |e| matches!(e, Event::Wrong { .. })),
     }
 }
 
@@ -89,7 +109,7 @@ fn holding(s: &Section) -> (&str, u64) {
 }
 
 /// Pairs of sections of one key, of different holdings, both believed held throughout,
-/// whose [begin, end] intervals (the resource's clock) intersect.
+/// whose [begin, end] intervals (the resource's clock) intersect, unless both read.
 fn overlaps(sections: &[&Section]) -> usize {
     overlapping(sections).len()
 }
@@ -106,9 +126,10 @@ fn overlapping<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Section)> 
     let mut found = Vec::new();
     for (begin, end, s) in believed {
         active.retain(|&(other_end, _)| other_end > begin);
+        let both_read = |other: &Section| other.mode == Mode::Read && s.mode == Mode::Read;
         let others = active
             .iter()
-            .filter(|(_, other)| holding(other) != holding(s));
+            .filter(|(_, other)| holding(other) != holding(s) && !both_read(other));
         found.extend(others.map(|&(_, other)| (other, s)));
         active.push((end, s));
     }
@@ -139,6 +160,11 @@ pub fn describe(events: &[Event]) -> Vec<String> {
     for s in sections.iter().filter(|s| stale_writes(s) > 0) {
         lines.push(format!("stale write accepted on {}: {}", s.key, show(s)));
     }
+    for e in events {
+        if let Event::Wrong { worker, key, what } = e {
+            lines.push(format!("wrong reply on {key}: {worker}: {what}"));
+        }
+    }
     for (key, s) in &by_key {
         for (earlier, later) in backwards_pairs(s) {
             lines.push(format!(
@@ -154,8 +180,16 @@ pub fn describe(events: &[Event]) -> Vec<String> {
 fn show(s: &Section) -> String {
     let end = s.end.map_or(0, |w| w.stamp_us);
     format!(
-        "{} owner={} token={} lease={}ms [{}..{}] begin_accepted={} believed={}",
-        s.worker, s.owner, s.token, s.lease_ms, s.begin.stamp_us, end, s.begin.accepted, s.believed
+        "{} owner={} {:?} token={} lease={}ms [{}..{}] begin_accepted={} believed={}",
+        s.worker,
+        s.owner,
+        s.mode,
+        s.token,
+        s.lease_ms,
+        s.begin.stamp_us,
+        end,
+        s.begin.accepted,
+        s.believed
     )
 }
 
@@ -186,7 +220,8 @@ fn repeated(sections: &[&Section]) -> usize {
 }
 
 /// Believed sections whose token is lower than that of a holding of the key that had
-/// already ended (its end write) before they began.
+/// already ended (its end write) before they began; a read section only against ended
+/// sections that are not reads (readers share a lock: a later reader may end first).
 fn backwards(sections: &[&Section]) -> usize {
     backwards_pairs(sections).len()
 }
@@ -201,15 +236,21 @@ fn backwards_pairs<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Sectio
     ends.sort_by_key(|&(end, _)| end);
     let mut begins: Vec<&Section> = fenced.into_iter().filter(|s| s.believed).collect();
     begins.sort_by_key(|s| s.begin.stamp_us);
-    let (mut next, mut highest, mut found) = (0, None::<&Section>, Vec::new());
+    // The highest token ended so far: of any section, and of sections other than reads.
+    let (mut next, mut highest, mut found) = (0, [None::<&Section>; 2], Vec::new());
     for s in begins {
         while next < ends.len() && ends[next].0 < s.begin.stamp_us {
-            if highest.is_none_or(|h| ends[next].1.token > h.token) {
-                highest = Some(ends[next].1);
+            let ended = ends[next].1;
+            for (i, h) in highest.iter_mut().enumerate() {
+                let counts = i == 0 || ended.mode != Mode::Read;
+                if counts && h.is_none_or(|h| ended.token > h.token) {
+                    *h = Some(ended);
+                }
             }
             next += 1;
         }
-        if let Some(h) = highest.filter(|h| s.token < h.token) {
+        let against = highest[usize::from(s.mode == Mode::Read)];
+        if let Some(h) = against.filter(|h| s.token < h.token) {
             found.push((h, s));
         }
     }
@@ -257,3 +298,7 @@ fn gaps(events: &[Event], end_us: u64) -> Vec<(String, u64)> {
 #[cfg(test)]
 #[path = "check_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "check_rw_tests.rs"]
+mod rw_tests;

@@ -1,7 +1,7 @@
 //! The checker on hand-made histories, including ones it must flag.
 
 use super::*;
-use crate::history::{Event, Section, Wait, Write};
+use crate::history::{Event, Mode, Section, Wait, Write};
 
 fn write(stamp_us: u64, max_before: i64, same_holder: bool) -> Write {
     Write {
@@ -25,6 +25,7 @@ fn section(owner: &str, token: u64, begin: u64, end: u64, max: i64) -> Section {
         begin: write(begin, max, false),
         end: Some(write(end, token as i64, true)),
         believed: true,
+        mode: Mode::Plain,
     }
 }
 

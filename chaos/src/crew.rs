@@ -14,14 +14,15 @@ use crate::history::History;
 use crate::topology::{Deployment, Topology, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::raw::Target;
-use crate::workers::{client, raw, redisson, several, ticket, Ctx};
+use crate::workers::{client, raw, redisson, rw, several, ticket, Ctx};
 
 /// Every kind of worker (the `--workers` list takes these).
 pub const KINDS: &[&str] = &[
-    "client", "owner", "child", "raw", "ticket", "redisson", "redlock", "multi",
+    "client", "owner", "child", "raw", "ticket", "redisson", "redlock", "multi", "rw",
 ];
 
-/// The kinds `all` means: RedLock and MultiLock need several servers; raw and ticket
+/// The kinds `all` means: RedLock and MultiLock need several servers, and read-write locks
+/// have no RedLock (their workers lock one server); raw and ticket
 /// clients do not follow a cluster's redirections; scripts do not wait
 /// out the failover delay, so Redisson-style workers share keys with the others only where
 /// no replica is promoted (and in the unsafe switch).
@@ -32,6 +33,7 @@ pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
             topology == Topology::Single || (unsafe_mode && topology == Topology::Sentinel)
         }
         "raw" | "ticket" => topology != Topology::Cluster,
+        "rw" => topology != Topology::Redlock,
         _ => true,
     };
     KINDS.iter().filter(fits).map(|k| k.to_string()).collect()
@@ -112,6 +114,14 @@ pub fn start(
             }));
         }
     }
+    if has("rw") {
+        for i in 0..4 {
+            let (c, t) = (ctx.clone(), rw_target(deployment, ctx));
+            let name = format!("{}{i}", crate::check::RW_WORKERS);
+            let tickets = deployment.topology != Topology::Cluster;
+            threads.push(std::thread::spawn(move || rw::run(c, t, name, tickets)));
+        }
+    }
     let children = if has("child") {
         spawn_children(ctx, &urls[0], seed)
     } else {
@@ -152,6 +162,17 @@ fn spawn_children(ctx: &Ctx, url: &str, seed: u64) -> Vec<ChildWorker> {
             )
         })
         .collect()
+}
+
+/// How read-write workers find a lock server: as raw workers do, and in a cluster any
+/// node (they follow its redirections), so that one node down stops none of them.
+fn rw_target(deployment: &Deployment, ctx: &Arc<Ctx>) -> Target {
+    if deployment.topology != Topology::Cluster {
+        return target(deployment);
+    }
+    let ports: Vec<u16> = deployment.proxies.iter().map(|p| p.port).collect();
+    let ctx = ctx.clone();
+    Arc::new(move || Some(*ctx.rng.pick(&ports)))
 }
 
 /// How raw and Redisson workers find the lock server: its proxy, or the master's that the

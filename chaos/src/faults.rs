@@ -16,6 +16,7 @@ use crate::rng::Rng;
 use crate::sentinel::role;
 use crate::topology::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::workers::child::ChildWorker;
+use crate::workers::rw::RW_KEYS;
 use crate::workers::LEASE;
 
 /// Every fault's name (the `FAULTS` list takes these).
@@ -103,7 +104,9 @@ impl Injector<'_> {
             "holder-kill" => self.holder(true),
             "promote" => self.promote(d),
             "migrate" => {
-                let key = *self.rng.pick(&["chaos:a", "chaos:b", "chaos:c"]);
+                // A plain lock's slot, or a read-write lock's.
+                let keys = ["chaos:a", "chaos:b", "chaos:c", RW_KEYS[0], RW_KEYS[1]];
+                let key = *self.rng.pick(&keys);
                 let what = self.deployment.migrate_slot(key, self.rng.next());
                 what.and_then(|w| self.record(w))
             }

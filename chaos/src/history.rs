@@ -38,6 +38,16 @@ pub struct Section {
     pub begin: Write,
     pub end: Option<Write>,
     pub believed: bool,
+    pub mode: Mode,
+}
+
+/// How a section held its key: a plain lock, or a read-write lock's read or write holds.
+/// Read sections of a key may overlap one another; any other pair of holdings may not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Plain,
+    Read,
+    Write,
 }
 
 /// A raw `LOCK.ACQUIRE ... WAIT` and how many replies its connection brought.
@@ -76,6 +86,13 @@ pub enum Event {
         what: String,
     },
     Window(Window),
+    /// A read-write worker got a reply that the command's interface rules out (a reentry
+    /// or downgrade that changed the token, a reader's fenced write accepted, ...).
+    Wrong {
+        worker: String,
+        key: String,
+        what: String,
+    },
     /// A worker's belief about `owner` on `key` begins (it starts to acquire) or ends (its
     /// release or failed acquisition returned).
     Belief {
@@ -186,7 +203,7 @@ pub fn to_line(event: &Event) -> Option<String> {
     match event {
         Event::Acquire { t_us, ok, worker } => Some(format!("A {t_us} {} {worker}", *ok as u8)),
         Event::Section(s) => Some(format!(
-            "S {} {} {} {} {} {} {} {} {}",
+            "S {} {} {} {} {} {} {} {} {} {}",
             s.worker,
             s.key,
             s.owner,
@@ -195,7 +212,8 @@ pub fn to_line(event: &Event) -> Option<String> {
             s.lease_ms,
             write_text(Some(&s.begin)),
             write_text(s.end.as_ref()),
-            s.believed as u8
+            s.believed as u8,
+            ["p", "r", "w"][s.mode as usize]
         )),
         Event::Belief {
             t_us,
@@ -222,7 +240,7 @@ pub fn from_line(line: &str) -> Option<Event> {
             owner: f[3].to_owned(),
             begin: f[4] == "1",
         }),
-        (Some(&"S"), 16) => Some(Event::Section(Section {
+        (Some(&"S"), 17) => Some(Event::Section(Section {
             worker: f[1].to_owned(),
             key: f[2].to_owned(),
             owner: f[3].to_owned(),
@@ -232,6 +250,11 @@ pub fn from_line(line: &str) -> Option<Event> {
             begin: parse_write(&f[7..11])?,
             end: parse_write(&f[11..15]),
             believed: f[15] == "1",
+            mode: match f[16] {
+                "r" => Mode::Read,
+                "w" => Mode::Write,
+                _ => Mode::Plain,
+            },
         })),
         _ => None,
     }
@@ -259,10 +282,15 @@ mod tests {
             begin: w,
             end: None,
             believed: true,
+            mode: Mode::Plain,
         };
         for event in [
             Event::Section(s.clone()),
-            Event::Section(Section { end: Some(w), ..s }),
+            Event::Section(Section {
+                end: Some(w),
+                mode: Mode::Read,
+                ..s
+            }),
             Event::Acquire {
                 t_us: 9,
                 ok: false,

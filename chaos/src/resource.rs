@@ -9,8 +9,10 @@ use crate::history::Write;
 use crate::machine::{free_port, server_binary};
 use crate::process::Proc;
 
-/// KEYS[1] = the key's fence; ARGV = token, owner, fenced (1/0), enforce (1/0).
+/// KEYS[1] = the key's fence; ARGV = token, owner, fenced (1/0), enforce (1/0), read (1/0).
 /// Returns {accepted, stamp µs, highest token before (-1: none), same owner (1/0)}.
+/// A read (a read-write lock's reader) is checked against the fence but does not raise it:
+/// readers share the lock, and only writes order its holders.
 const WRITE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -20,7 +22,7 @@ local holder = redis.call('HGET', KEYS[1], 'holder') or ''
 local fenced = ARGV[3] == '1'
 local ok = 1
 if fenced and ARGV[4] == '1' and token < max then ok = 0 end
-if fenced and ok == 1 and token > max then
+if fenced and ok == 1 and token > max and ARGV[5] ~= '1' then
   redis.call('HSET', KEYS[1], 'max', ARGV[1], 'holder', ARGV[2])
 end
 local same = 0
@@ -74,12 +76,13 @@ impl Resource {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
-    fn invocation(&self, s: &Stamp<'_>) -> redis::ScriptInvocation<'_> {
+    fn invocation(&self, s: &Stamp<'_>, read: bool) -> redis::ScriptInvocation<'_> {
         let mut call = self.script.key(format!("fence:{}", s.key));
         call.arg(s.token)
             .arg(s.owner)
             .arg(u8::from(s.fenced))
-            .arg(u8::from(self.enforce));
+            .arg(u8::from(self.enforce))
+            .arg(u8::from(read));
         call
     }
 
@@ -89,13 +92,23 @@ impl Resource {
         conn: &mut redis::aio::MultiplexedConnection,
         s: &Stamp<'_>,
     ) -> Option<Write> {
-        let reply: Vec<i64> = self.invocation(s).invoke_async(conn).await.ok()?;
+        let reply: Vec<i64> = self.invocation(s, false).invoke_async(conn).await.ok()?;
         to_write(&reply)
     }
 
     /// Writes from a thread.
     pub fn write_sync(&self, conn: &mut redis::Connection, s: &Stamp<'_>) -> Option<Write> {
-        let reply: Vec<i64> = self.invocation(s).invoke(conn).ok()?;
+        self.stamp_sync(conn, s, false)
+    }
+
+    /// A write from a thread, or with `read` a reader's check against the fence.
+    pub fn stamp_sync(
+        &self,
+        conn: &mut redis::Connection,
+        s: &Stamp<'_>,
+        read: bool,
+    ) -> Option<Write> {
+        let reply: Vec<i64> = self.invocation(s, read).invoke(conn).ok()?;
         to_write(&reply)
     }
 }

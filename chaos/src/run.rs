@@ -52,7 +52,10 @@ pub fn run(s: &Settings) -> Counts {
         .map(|p| (p.name.clone(), p.port))
         .collect();
     let control = (CONTROL.to_owned(), resource_server.port);
-    let watch = Watch::start(&watched, control, &ctx.keys, &history);
+    // The plain locks' keys and the read-write workers'.
+    let rw_keys = crate::workers::rw::RW_KEYS.iter().map(|k| k.to_string());
+    let sampled: Vec<String> = ctx.keys.iter().cloned().chain(rw_keys).collect();
+    let watch = Watch::start(&watched, control, &sampled, &history);
     inject_faults(s, &mut deployment, &mut crew.children, &history);
     // Gaps are measured up to here: the end of the faults, not of the settling.
     let ended_us = now_us();
@@ -61,6 +64,12 @@ pub fn run(s: &Settings) -> Counts {
     deployment.heal();
     wind_down(&runtime, crew);
     let counts = judge_run(&history.events(), &mut deployment, ended_us);
+    if s.workers.iter().any(|w| w == "rw") {
+        eprintln!(
+            "read-write steps: {}",
+            crate::workers::rw_tally::take_tally()
+        );
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
     counts
 }
@@ -154,9 +163,9 @@ pub fn safety_line(s: &Settings, c: &Counts) -> String {
     format!(
         "SAFETY topology={} seed={} secs={} acquisitions={} faults={} overlaps={} stale_accepted={} \
          repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={} \
-         leaked_holds={} stalls={}",
+         leaked_holds={} stalls={} rw_acquisitions={} rw_overlaps={} rw_wrong_replies={}",
         s.topology.name(), s.seed, s.secs, c.acquisitions, c.faults, c.overlaps, c.stale_accepted,
         c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes,
-        c.leaked_holds, c.stalls
+        c.leaked_holds, c.stalls, c.rw_acquisitions, c.rw_overlaps, c.rw_wrong_replies
     )
 }

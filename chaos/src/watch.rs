@@ -123,9 +123,12 @@ fn queued_ns(path: &str) -> u64 {
 }
 
 /// Every 100 ms, `LOCK.INFO` of each key on every server that answers for it (a cluster's
-/// replicas and other masters redirect: skipped); the owners seen, one sample per key.
+/// replicas and other masters redirect: skipped); the owners seen, one sample per key. A
+/// key that `LOCK.INFO` finds of the wrong type is a read-write lock: `RWLOCK.INFO` from
+/// then on.
 fn sample(servers: &[Server], keys: &[String], history: &History, stop: &AtomicBool) {
     let mut conns: Vec<Option<redis::Connection>> = servers.iter().map(|_| None).collect();
+    let mut read_write: Vec<&str> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         for key in keys {
             let sent_us = now_us();
@@ -135,10 +138,15 @@ fn sample(servers: &[Server], keys: &[String], history: &History, stop: &AtomicB
                     *conn = open(*port, Duration::from_secs(2));
                 }
                 let Some(c) = conn.as_mut() else { continue };
-                match redis::cmd("LOCK.INFO").arg(key).query::<Value>(c) {
-                    Ok(info) => owners.extend(owner_of(&info).filter(|o| !owners.contains(o))),
-                    Err(e) if e.is_io_error() || e.is_timeout() => *conn = None,
-                    Err(_) => {}
+                match owners_on(c, key, &mut read_write) {
+                    Some(seen) => {
+                        for owner in seen.into_iter() {
+                            if !owners.contains(&owner) {
+                                owners.push(owner);
+                            }
+                        }
+                    }
+                    None => *conn = None,
                 }
             }
             let (key, got_us) = (key.clone(), now_us());
@@ -153,15 +161,80 @@ fn sample(servers: &[Server], keys: &[String], history: &History, stop: &AtomicB
     }
 }
 
-/// The `owner` field of a `LOCK.INFO` reply (RESP2 array of field, value pairs).
-fn owner_of(info: &Value) -> Option<String> {
-    let Value::Array(fields) = info else {
-        return None;
-    };
-    fields.chunks(2).find_map(|pair| match pair {
-        [Value::BulkString(f), Value::BulkString(v)] if f == b"owner" => {
-            Some(String::from_utf8_lossy(v).into_owned())
+/// The owners of `key` on one server; `None` when the connection broke.
+fn owners_on<'k>(
+    c: &mut redis::Connection,
+    key: &'k str,
+    read_write: &mut Vec<&'k str>,
+) -> Option<Vec<String>> {
+    let rw = read_write.contains(&key);
+    let info = if rw { "RWLOCK.INFO" } else { "LOCK.INFO" };
+    match redis::cmd(info).arg(key).query::<Value>(c) {
+        Ok(info) => Some(owners_of(&info).collect()),
+        Err(e) if e.is_io_error() || e.is_timeout() => None,
+        Err(e) => {
+            if e.code() == Some("WRONGTYPE") && !rw {
+                read_write.push(key);
+            }
+            Some(Vec::new())
         }
-        _ => None,
+    }
+}
+
+/// The `owner` field of a `LOCK.INFO` reply, or each holder's owner in the `holders` field
+/// of a `RWLOCK.INFO` reply (RESP2 arrays of field, value pairs).
+fn owners_of(info: &Value) -> impl Iterator<Item = String> + '_ {
+    let fields = match info {
+        Value::Array(fields) => fields.as_slice(),
+        _ => &[],
+    };
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    fields.chunks(2).flat_map(move |pair| match pair {
+        [Value::BulkString(f), Value::BulkString(v)] if f == b"owner" => vec![text(v)],
+        [Value::BulkString(f), Value::Array(holders)] if f == b"holders" => holders
+            .iter()
+            .filter_map(|h| match h {
+                Value::Array(h) => match h.first() {
+                    Some(Value::BulkString(owner)) => Some(text(owner)),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn owners_are_read_from_lock_info_and_from_rwlock_info() {
+        let plain = Value::Array(vec![
+            bulk("owner"),
+            bulk("c1:7"),
+            bulk("token"),
+            Value::Int(3),
+        ]);
+        assert_eq!(owners_of(&plain).collect::<Vec<_>>(), ["c1:7"]);
+        let holder = |owner: &str| {
+            let counts = [1, 0, 1500, 9].map(Value::Int);
+            Value::Array([bulk(owner)].into_iter().chain(counts).collect())
+        };
+        let rw = Value::Array(vec![
+            bulk("mode"),
+            bulk("read"),
+            bulk("holders"),
+            Value::Array(vec![holder("rw0:4"), holder("rw2:9")]),
+            bulk("waiters"),
+            Value::Int(0),
+        ]);
+        assert_eq!(owners_of(&rw).collect::<Vec<_>>(), ["rw0:4", "rw2:9"]);
+        assert_eq!(owners_of(&Value::Nil).count(), 0);
+    }
 }

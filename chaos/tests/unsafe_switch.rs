@@ -1,7 +1,9 @@
 //! The checker is trusted only after it has caught a known-unsafe setting: with fencing off
 //! and holder processes paused past their lease, a short run must report violations, name
 //! them, and exit with status 1; with workers that forget holdings and a `DEBUG SLEEP` the
-//! checker is not told of, it must count leaked holds and stalls.
+//! checker is not told of, it must count leaked holds and stalls; with read-write workers
+//! alone, which then hold past their lease and forget holdings, it must count overlaps of
+//! read-write locks and leaked holds.
 
 use std::process::Command;
 
@@ -37,6 +39,23 @@ fn unsafe_switch_counts_leaked_holds_and_stalls() {
     panic!("no unsafe run counted both a leaked hold and a stall: {runs:#?}");
 }
 
+#[test]
+fn unsafe_switch_makes_read_write_workers_overlap_and_leak() {
+    let mut runs = Vec::new();
+    for seed in SEEDS {
+        let run = unsafe_run_of(seed, "none", "rw");
+        assert!(run.count("rw_acquisitions") > 0, "{}", run.safety);
+        if run.count("rw_overlaps") > 0 && run.count("leaked_holds") > 0 {
+            assert!(run.count("overlaps") >= run.count("rw_overlaps"));
+            assert!(run.stderr.contains("overlap on rw:"), "{}", run.stderr);
+            assert!(run.stderr.contains("leaked hold on rw:"), "{}", run.stderr);
+            return assert_eq!(run.status, Some(1), "{}", run.safety);
+        }
+        runs.push(run.safety);
+    }
+    panic!("no unsafe run of read-write workers counted an overlap and a leak: {runs:#?}");
+}
+
 struct UnsafeRun {
     seed: u64,
     safety: String,
@@ -49,6 +68,10 @@ fn unsafe_run(seed: u64) -> UnsafeRun {
 }
 
 fn unsafe_run_with(seed: u64, faults: &str) -> UnsafeRun {
+    unsafe_run_of(seed, faults, "all")
+}
+
+fn unsafe_run_of(seed: u64, faults: &str, workers: &str) -> UnsafeRun {
     let output = Command::new(env!("CARGO_BIN_EXE_rlock-chaos"))
         .args([
             "--topology",
@@ -58,7 +81,7 @@ fn unsafe_run_with(seed: u64, faults: &str) -> UnsafeRun {
             "--seed",
             &seed.to_string(),
         ])
-        .args(["--faults", faults, "--unsafe"])
+        .args(["--faults", faults, "--workers", workers, "--unsafe"])
         .output()
         .expect("run rlock-chaos");
     let stdout = String::from_utf8_lossy(&output.stdout);

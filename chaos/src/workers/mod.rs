@@ -1,12 +1,16 @@
 //! The workers: client-crate tasks ([`client`]), raw `LOCK.*` commands as redis-cli users
 //! send them ([`raw`]), tickets over one RESP3 connection ([`ticket`]), Redisson-style Lua
-//! scripts ([`redisson`]), and client-crate
-//! workers in child processes that the faults can pause or kill ([`child`]).
+//! scripts ([`redisson`]), client-crate workers in child processes that the faults can
+//! pause or kill ([`child`]), and raw `RWLOCK.*` read-write workers ([`rw`]).
 
 pub mod child;
 pub mod client;
 pub mod raw;
 pub mod redisson;
+pub mod rw;
+mod rw_conn;
+mod rw_steps;
+pub mod rw_tally;
 pub mod several;
 pub mod ticket;
 
@@ -14,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::history::{History, Section, Write};
+use crate::history::{History, Mode, Section, Write};
 use crate::resource::Resource;
 use crate::rng::Rng;
 
@@ -75,6 +79,7 @@ impl Draft {
             begin,
             end,
             believed,
+            mode: Mode::Plain,
         }
     }
 }

@@ -21,7 +21,7 @@ const OUTCOME_SLACK: Duration = Duration::from_secs(30);
 const MARGIN: Duration = Duration::from_millis(50);
 
 /// A RESP3 connection subscribed to its ticket channel.
-struct Receiver {
+pub(super) struct Receiver {
     stream: TcpStream,
     parser: Parser,
     /// Outcomes pushed while a reply was read: (wait id, outcome).
@@ -29,7 +29,7 @@ struct Receiver {
 }
 
 impl Receiver {
-    fn open(port: u16) -> Option<Receiver> {
+    pub(super) fn open(port: u16) -> Option<Receiver> {
         let stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
         stream.set_nodelay(true).ok()?;
         let mut r = Receiver {
@@ -152,7 +152,7 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
 }
 
 /// How one ticket ended.
-enum End {
+pub(super) enum End {
     Granted(i64),
     Not,
     Broken,
@@ -166,32 +166,7 @@ fn round(ctx: &Ctx, r: &mut Receiver, res: &mut redis::Connection, name: &str) -
     let lease = LEASE.as_millis().to_string();
     let wait_ms = wait.as_millis().to_string();
     let command = ["LOCK.WAIT", &key, &owner, "LEASE", &lease, "WAIT", &wait_ms];
-    let mut event = Wait {
-        worker: name.to_owned(),
-        key: key.clone(),
-        replies: 0,
-        conn_error: false,
-    };
-    let end = match r.call(&command, Duration::from_secs(10)) {
-        Some(Value::Array(answer)) => match (answer.first(), answer.get(1)) {
-            (Some(tag), Some(Value::Int(n))) if is(tag, "held") => End::Granted(*n),
-            (Some(tag), Some(Value::Int(id))) if is(tag, "queued") => {
-                let end = follow(ctx, r, (&key, *id), wait, &mut event);
-                if !event.conn_error {
-                    match r.late_outcomes(*id) {
-                        Some(late) => event.replies += u8::try_from(late).unwrap_or(u8::MAX),
-                        None => event.conn_error = true,
-                    }
-                }
-                ctx.history.push(Event::Wait(event));
-                end
-            }
-            _ => End::Not,
-        },
-        Some(_) => End::Not,
-        None => End::Broken,
-    };
-    match end {
+    match ask(ctx, r, &command, wait, name) {
         End::Granted(token) => {
             ctx.history.acquired(name, true);
             let draft = Draft {
@@ -210,6 +185,43 @@ fn round(ctx: &Ctx, r: &mut Receiver, res: &mut redis::Connection, name: &str) -
             true
         }
         End::Broken => false,
+    }
+}
+
+/// Sends a wait (`LOCK.WAIT` or `RWLOCK.WAIT key ...`, of `wait`) on `r` and follows its
+/// ticket to its end; a queued ticket's replies are recorded as a [`Wait`] of `name`.
+pub(super) fn ask(
+    ctx: &Ctx,
+    r: &mut Receiver,
+    command: &[&str],
+    wait: Duration,
+    name: &str,
+) -> End {
+    let key = command[1];
+    let mut event = Wait {
+        worker: name.to_owned(),
+        key: key.to_owned(),
+        replies: 0,
+        conn_error: false,
+    };
+    match r.call(command, Duration::from_secs(10)) {
+        Some(Value::Array(answer)) => match (answer.first(), answer.get(1)) {
+            (Some(tag), Some(Value::Int(n))) if is(tag, "held") => End::Granted(*n),
+            (Some(tag), Some(Value::Int(id))) if is(tag, "queued") => {
+                let end = follow(ctx, r, (key, *id), wait, &mut event);
+                if !event.conn_error {
+                    match r.late_outcomes(*id) {
+                        Some(late) => event.replies += u8::try_from(late).unwrap_or(u8::MAX),
+                        None => event.conn_error = true,
+                    }
+                }
+                ctx.history.push(Event::Wait(event));
+                end
+            }
+            _ => End::Not,
+        },
+        Some(_) => End::Not,
+        None => End::Broken,
     }
 }
 
