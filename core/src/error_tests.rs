@@ -301,3 +301,8 @@ fn read_write_lock_errors_say_what_to_do() {
         "ERR RWLOCK.APPLY needs key owner reads writes token unix-ms: reads, writes and token >= 0"
     );
 }
+
+#[test]
+fn a_key_that_holds_no_count_is_not_a_latch() {
+    assert_eq!(text(LockError::NotALatch), "WRONGTYPE key is not a latch");
+}

@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::rw_serve;
+use crate::handoff::{latch_serve, rw_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -217,8 +217,15 @@ fn serve_or_rearm(
     name: &OwnedString,
 ) -> Result<(), LockError> {
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    if queues::first(check.db, &check.key).is_some_and(|w| w.kind != Kind::Lock) {
-        return serve_rw(ctx, check, &key);
+    match queues::first(check.db, &check.key).map(|w| w.kind) {
+        Some(Kind::Rw(_)) => return serve_rw(ctx, check, &key),
+        Some(Kind::Latch) => {
+            if let Some(at) = latch_serve::check(ctx, check.db, &key)? {
+                arm(ctx, check.db, &check.key, at);
+            }
+            return Ok(());
+        }
+        Some(Kind::Lock) | None => {}
     }
     let lease_end = check.cause.is_lease_end();
     // What a waiter's holding would be written over, if the lock is free.

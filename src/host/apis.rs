@@ -61,6 +61,7 @@ required!(
     RedisModule_CloseKey,
     RedisModule_KeyType,
     RedisModule_ValueLength,
+    RedisModule_StringDMA,
     RedisModule_HashGet,
     RedisModule_HashSet,
     RedisModule_DeleteKey,
