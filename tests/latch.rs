@@ -173,6 +173,9 @@ fn bad_input_changes_nothing() {
     );
     let arity = raw(&mut con, &["LATCH.COUNT", "k", "x"]);
     let text = support::error_text(&arity).unwrap_or_default();
-    assert!(text.starts_with("ERR wrong number of arguments"), "{arity:?}");
+    assert!(
+        text.starts_with("ERR wrong number of arguments"),
+        "{arity:?}"
+    );
     assert_eq!(raw(&mut con, &["EXISTS", "k"]), Value::Int(0));
 }
