@@ -51,6 +51,30 @@ fn a_deleted_or_expired_latch_releases_its_waits() {
 }
 
 #[test]
+fn a_flushed_or_evicted_latch_releases_its_waits() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LATCH.SET", "f", "5"]);
+    let rx = awaiter(&server, "f");
+    queued(&mut con, 1);
+    raw(&mut con, &["FLUSHDB"]);
+    assert_eq!(released(&rx), Value::Int(1));
+    int(&mut con, &["LATCH.SET", "v", "5"]);
+    let rx = awaiter(&server, "v");
+    queued(&mut con, 1);
+    raw(
+        &mut con,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],
+    );
+    raw(&mut con, &["CONFIG", "SET", "maxmemory", "1"]);
+    // The next write evicts every key it can, the latch's among them.
+    raw(&mut con, &["SET", "x", "1"]);
+    raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(released(&rx), Value::Int(1));
+    queued(&mut con, 0);
+}
+
+#[test]
 fn redisson_and_rlock_count_down_the_same_latch() {
     let server = Server::start();
     let mut con = server.conn();

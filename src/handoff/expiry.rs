@@ -74,12 +74,14 @@ pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Handed) {
 /// A keyspace event on `key`: if the lock has waiters, check it right away. A lock that
 /// `maxmemory` evicted is not handed on: a grant would be evicted in turn, and the next,
 /// until the queue is drained into holdings that no longer exist; its waiters get `-OOM`.
+/// A countdown latch evicted is gone, and opens as a deleted one does.
 pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
     let db = node::selected_db(ctx);
     if queues::queue_len(db, key) == 0 {
         return;
     }
-    if event == c"evicted" {
+    let latch = || queues::first(db, key).is_some_and(|w| w.kind == Kind::Latch);
+    if event == c"evicted" && !latch() {
         finish::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
         return;
     }
