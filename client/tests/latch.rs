@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use rlock_client::blocking::BlockingClient;
+use rlock_client::Client;
 use support::{eventually, poll, Server};
 use tokio::time::timeout;
 
@@ -81,8 +82,11 @@ async fn a_dropped_wait_leaves_no_ticket() {
         assert!(gave_up.is_err(), "the latch is closed");
         queued(&server, 0).await;
     }
-    // A wait dropped while its ticket is on its way.
-    drop(timeout(Duration::ZERO, latch.wait()).await);
+    // Waits dropped at any point, their tickets on their way among them.
+    for i in 0..200 {
+        let within = Duration::from_micros(i * 10);
+        assert!(timeout(within, latch.wait()).await.is_err());
+    }
     queued(&server, 0).await;
     // The client waits as before after that.
     let again = client.latch("dropped");
@@ -90,6 +94,36 @@ async fn a_dropped_wait_leaves_no_ticket() {
     queued(&server, 1).await;
     latch.count_down().await.unwrap();
     assert!(timeout(LIMIT, wait).await.unwrap().unwrap().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_tickets_is_waited_on_with_latch_await() {
+    let server = Server::start();
+    // No SUBSCRIBE: no wait connection, so waits block on connections of their own.
+    let rules = ["on", ">pw", "~*", "&*", "+@all", "-subscribe"];
+    let args = [&["ACL", "SETUSER", "waiter"][..], &rules[..]].concat();
+    assert_eq!(server.cmd::<String>(&args), "OK");
+    let url = format!("redis://waiter:pw@127.0.0.1:{}/", server.port());
+    let client = Client::open(url).await.unwrap();
+    let latch = client.latch("blocking");
+    latch.set(1).await.unwrap();
+    let blocked = || {
+        server
+            .cmd::<String>(&["CLIENT", "LIST"])
+            .contains("cmd=latch.await")
+    };
+    // A dropped blocking wait: its connection is killed, nothing stays queued.
+    let dropped = timeout(Duration::from_millis(300), latch.wait()).await;
+    assert!(dropped.is_err(), "the latch is closed");
+    queued(&server, 0).await;
+    assert!(!latch.wait_for(Duration::from_millis(50)).await.unwrap());
+    let again = client.latch("blocking");
+    let wait = tokio::spawn(async move { again.wait().await });
+    assert!(eventually(LIMIT, || blocked() && waiters(&server) == 1).await);
+    assert_eq!(latch.count_down().await.unwrap(), 0);
+    timeout(LIMIT, wait).await.unwrap().unwrap().unwrap();
+    assert_eq!(server.calls("latch.wait"), 0, "no ticket was used");
+    assert!(server.calls("latch.await") >= 3);
 }
 
 #[test]
