@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::acquire::latch_wait::await_open;
 use crate::core::shared::Core;
-use crate::pure::commands;
 use crate::pure::error::{Error, Result};
+use crate::pure::kind::Kind;
 
 /// A countdown latch on one Redis key (the module's `LATCH.*` commands), from
 /// [`Client::latch`](crate::Client::latch): tasks [`wait`](Latch::wait) until others have
@@ -81,7 +81,12 @@ impl Latch {
     }
 
     async fn query<T: redis::FromRedisValue>(&self, verb: &str, count: Option<u64>) -> Result<T> {
-        let cmd = commands::latch(verb, &self.key, count);
+        // `LATCH.SET key count`, `LATCH.COUNTDOWN key`, `LATCH.COUNT key`.
+        let mut cmd = Kind::Latch.family(verb);
+        cmd.arg(&self.key);
+        if let Some(count) = count {
+            cmd.arg(count);
+        }
         let reply = self.core.query(&self.key, &cmd).await;
         reply.map_err(|e| Error::from(e).module_missing_if_unknown())
     }

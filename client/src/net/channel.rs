@@ -192,9 +192,8 @@ impl Channel {
 
     /// Releases a grant made for a wait that was cancelled, in the background.
     pub(crate) fn release_orphan(&self, orphan: Orphan) {
-        // A latch's outcome holds nothing.
         if orphan.kind == Kind::Latch {
-            return;
+            return; // a latch's outcome holds nothing
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return tracing::warn!(key = %orphan.key, "a grant for a cancelled wait outside a runtime; it ends with its lease");

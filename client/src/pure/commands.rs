@@ -24,10 +24,10 @@ pub(crate) fn acquire_waiting(
     lease_ms: u64,
     wait_ms: u64,
 ) -> Cmd {
-    if kind == Kind::Latch {
-        return latch_await(key, wait_ms);
-    }
-    let mut cmd = acquire(kind, key, owner, lease_ms);
+    let mut cmd = match kind {
+        Kind::Latch => kind.command("AWAIT", key, owner), // `LATCH.AWAIT key`: 1, or 0
+        _ => acquire(kind, key, owner, lease_ms),
+    };
     cmd.arg("WAIT").arg(wait_ms);
     cmd
 }
@@ -41,24 +41,6 @@ pub(crate) fn wait_ticket(kind: Kind, key: &str, owner: &str, lease_ms: u64, wai
         cmd.arg("LEASE").arg(lease_ms);
     }
     cmd.arg("WAIT").arg(wait_ms);
-    cmd
-}
-
-/// `LATCH.AWAIT key WAIT ms`: 1 once the latch is open, 0 when `wait_ms` runs out (0: no
-/// limit). It blocks the connection it runs on.
-pub(crate) fn latch_await(key: &str, wait_ms: u64) -> Cmd {
-    let mut cmd = cmd("LATCH.AWAIT");
-    cmd.arg(key).arg("WAIT").arg(wait_ms);
-    cmd
-}
-
-/// `LATCH.SET key count`, `LATCH.COUNTDOWN key` and `LATCH.COUNT key`.
-pub(crate) fn latch(verb: &str, key: &str, count: Option<u64>) -> Cmd {
-    let mut cmd = Kind::Latch.family(verb);
-    cmd.arg(key);
-    if let Some(count) = count {
-        cmd.arg(count);
-    }
     cmd
 }
 
