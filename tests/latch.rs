@@ -179,3 +179,27 @@ fn bad_input_changes_nothing() {
     );
     assert_eq!(raw(&mut con, &["EXISTS", "k"]), Value::Int(0));
 }
+
+#[test]
+fn a_mailed_ticket_reads_1_when_the_latch_opens_and_0_when_its_wait_runs_out() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let mut mailbox = Receiver::resp2(&server);
+    let to = mailbox.id.to_string();
+    int(&mut con, &["LATCH.SET", "k", "1"]);
+    let (_, late) = pair(&raw(
+        &mut con,
+        &["LATCH.WAIT", "k", "WAIT", "20", "TO", &to],
+    ));
+    let (_, opened) = pair(&raw(&mut con, &["LATCH.WAIT", "k", "TO", &to]));
+    assert!(support::wait_until(waits::LIMIT, || queued_now(&mut con) == 1));
+    assert_eq!(int(&mut con, &["LATCH.COUNTDOWN", "k"]), 0);
+    let mail = mailbox.call(&["LOCK.GRANTS"]);
+    let expected = [late, 0, opened, 1].map(Value::Int).to_vec();
+    assert_eq!(mail, Value::Array(expected));
+    // A cancel after the outcome went out finds nothing: a latch's outcome holds nothing.
+    assert_eq!(
+        raw(&mut con, &["LOCK.CANCEL", "k", &opened.to_string()]),
+        Value::Nil
+    );
+}
