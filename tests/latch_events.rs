@@ -119,6 +119,9 @@ fn a_replica_holds_what_its_master_holds() {
     // The count down keeps the key's time to live, as Redisson's DECR does.
     assert!(int(&mut rep, &["PTTL", "k"]) > 0);
     assert_eq!(int(&mut rep, &["LATCH.COUNT", "k"]), 1);
+    // Reading it changed nothing there, not even how the number is stored.
+    let encoding = raw(&mut rep, &["OBJECT", "ENCODING", "k"]);
+    assert_eq!(encoding, Value::BulkString(b"int".to_vec()));
     assert_eq!(raw(&mut rep, &["EXISTS", "gone"]), Value::Int(0));
     assert!(int(&mut con, &["PTTL", "k"]) > 0);
 }

@@ -61,7 +61,6 @@ required!(
     RedisModule_CloseKey,
     RedisModule_KeyType,
     RedisModule_ValueLength,
-    RedisModule_StringDMA,
     RedisModule_HashGet,
     RedisModule_HashSet,
     RedisModule_DeleteKey,

@@ -1,5 +1,5 @@
 //! A countdown latch in Redisson's `RCountDownLatch` layout: a string holding the count.
-//! Read through the key API; written with the very commands Redisson's scripts run (`SET`,
+//! Read with `GET`; written with the very commands Redisson's scripts run (`SET`,
 //! `DECR`, `DEL`), called inside the module and replicated as themselves, so replicas, the
 //! AOF and Redisson clients see a latch as Redisson writes it. The message on Redisson's
 //! latch channel tells its clients a count was set (`1`) or reached zero (`0`).
@@ -33,15 +33,33 @@ impl LockKey {
             raw::REDISMODULE_KEYTYPE_STRING => {}
             _ => return Err(LockError::NotALatch),
         }
-        let dma = api!(RedisModule_StringDMA);
-        let mut len = 0usize;
-        let ptr = unsafe { dma(self.key, &mut len, raw::REDISMODULE_READ as c_int) };
-        if ptr.is_null() || len > MAX_COUNT_LEN {
-            return Err(LockError::NotALatch);
+        // `GET`, not the key API's direct access, which would re-encode a number stored
+        // as an integer (a write, even on a replica).
+        let (call, free) = (api!(RedisModule_Call), api!(RedisModule_FreeCallReply));
+        let (reply_type, string) = (
+            api!(RedisModule_CallReplyType),
+            api!(RedisModule_CallReplyStringPtr),
+        );
+        let reply = unsafe { call(self.ctx, c"GET".as_ptr(), c"s".as_ptr(), self.name) };
+        if reply.is_null() {
+            return Err(LockError::Internal("a latch read"));
         }
-        // Valid for `len` bytes while the key stays open and unchanged.
-        let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-        strict_i64(bytes).map(Some).ok_or(LockError::NotALatch)
+        let count = match unsafe { reply_type(reply) } as isize {
+            raw::REDISMODULE_REPLY_NULL => Ok(None),
+            raw::REDISMODULE_REPLY_STRING => {
+                let mut len = 0usize;
+                let ptr = unsafe { string(reply, &mut len) };
+                // Valid for `len` bytes until the reply is freed.
+                let bytes = match ptr.is_null() || len > MAX_COUNT_LEN {
+                    true => &[][..],
+                    false => unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) },
+                };
+                strict_i64(bytes).map(Some).ok_or(LockError::NotALatch)
+            }
+            _ => Err(LockError::NotALatch),
+        };
+        unsafe { free(reply) };
+        count
     }
 }
 
