@@ -36,7 +36,10 @@ const FOLDERS: Folders = &[
             &["gate", "call"],
         ],
     ),
-    ("store", &[&["write", "publish", "rw"], &["persist"]]),
+    (
+        "store",
+        &[&["write", "publish", "rw", "latch"], &["persist"]],
+    ),
     (
         "waits",
         &[
@@ -50,7 +53,7 @@ const FOLDERS: Folders = &[
         "handoff",
         &[
             &["door"],
-            &["rw_serve"],
+            &["rw_serve", "latch_serve"],
             &["expiry"],
             &["take", "rw_take", "heartbeat"],
             &["blocked_wait"],
@@ -69,6 +72,11 @@ const FOLDERS: Folders = &[
                 "forcerelease",
                 "grants",
                 "info",
+                "latch_await",
+                "latch_count",
+                "latch_countdown",
+                "latch_set",
+                "latch_wait",
                 "raise",
                 "release",
                 "renew",
@@ -81,7 +89,7 @@ const FOLDERS: Folders = &[
                 "rw_wait",
                 "wait",
             ],
-            &["rw_table"],
+            &["rw_table", "latch_table"],
         ],
     ),
     ("hooks", &[&["events", "info_section"]]),

@@ -102,6 +102,20 @@ async fn read_write(client: &Client) -> Result<(), Error> {
     Ok(())
 }
 
+async fn latch(client: &Client) -> Result<(), Error> {
+    let loaded = client.latch("latch:shards"); // a countdown latch: LATCH.* on its key
+    loaded.set(3).await?; // false (and the count kept) if it had one
+    for shard in 0..3 {
+        let done = client.latch("latch:shards");
+        tokio::spawn(async move { done.count_down().await }); // shard loaded
+        println!("loading shard {shard}");
+    }
+    loaded.wait().await?; // returns once the count is zero: every wait ends at once
+    let open = loaded.wait_for(Duration::from_secs(1)).await?; // true: open
+    assert!(open && loaded.count().await? == 0);
+    Ok(())
+}
+
 async fn sentinel() -> Result<(), Error> {
     let client = Client::open("redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster").await?;
     client.close().await
@@ -112,6 +126,7 @@ async fn main() -> Result<(), Error> {
     guide().await?;
     let client = Client::open("redis://127.0.0.1:6379/").await?;
     read_write(&client).await?;
+    latch(&client).await?;
     client.close().await?;
     if std::env::args().any(|arg| arg == "--sentinel") {
         sentinel().await?;

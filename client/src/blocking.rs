@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use crate::acquire::guard::Guard;
 pub use crate::blocking_guard::BlockingGuard;
+pub use crate::blocking_latch::BlockingLatch;
 use crate::client::{Client, Owner};
 use crate::lock::Lock;
 use crate::pure::config::ClientOptions;
@@ -93,6 +94,11 @@ impl BlockingClient {
     /// A lock on `name`, reentrant per thread.
     pub fn lock(&self, name: impl Into<String>) -> BlockingLock {
         self.lock_of(Kind::Lock, name.into())
+    }
+
+    /// A countdown latch on `name`; see [`Client::latch`].
+    pub fn latch(&self, name: impl Into<String>) -> BlockingLatch {
+        BlockingLatch::new(self.client.latch(name), self.rt.clone())
     }
 
     /// A read-write lock on `name`, reentrant per thread; see [`Client::rw_lock`].

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::core::shared::Core;
 use crate::hold::watchdog::WatchdogStats;
+use crate::latch::Latch;
 use crate::lock::Lock;
 use crate::net::sentinel::Sentinels;
 use crate::pure::config::ClientOptions;
@@ -151,6 +152,11 @@ impl Client {
     /// waits for itself (up to its wait limit): the client does not detect it.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.core.clone(), self.server.clone(), name.into(), None)
+    }
+
+    /// A countdown latch on `name` (the Redis key, Redisson's `RCountDownLatch` layout).
+    pub fn latch(&self, name: impl Into<String>) -> Latch {
+        Latch::new(self.core.clone(), name.into())
     }
 
     /// A read-write lock on `name` (the Redis key): its [`read`](RwLock::read) and

@@ -39,6 +39,8 @@
 //!   are [`Lock`]s with all of the above: shared read holds, an exclusive write hold, FIFO
 //!   service (a queued writer is not overtaken by later readers), downgrade, and a refused
 //!   upgrade ([`Error::Upgrade`]).
+//! - **Countdown latches**: [`Client::latch`] gives a [`Latch`] (`LATCH.*`, Redisson's
+//!   `RCountDownLatch`) that tasks wait on until others count it down to zero.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
 //!   and `ASK` while slots move (see [below](#redis-cluster)).
 //! - **Redis Sentinel**: opened on the sentinels of a master, the client follows the master
@@ -218,9 +220,11 @@
 mod acquire;
 pub mod blocking;
 mod blocking_guard;
+mod blocking_latch;
 mod client;
 mod core;
 mod hold;
+mod latch;
 mod lock;
 mod net;
 mod pure;
@@ -237,6 +241,7 @@ pub use redis;
 pub use acquire::guard::Guard;
 pub use client::{Client, Owner};
 pub use hold::watchdog::WatchdogStats;
+pub use latch::Latch;
 pub use lock::Lock;
 pub use pure::config::ClientOptions;
 pub use pure::error::{Error, LossReason, Result};

@@ -54,9 +54,11 @@ pub static READ_HOLDINGS: Counter = Counter::new();
 pub static WRITE_HOLDINGS: Counter = Counter::new();
 /// Write holds refused to owners holding read holds only.
 pub static UPGRADES_REFUSED: Counter = Counter::new();
+/// Waits on countdown latches released because the count reached zero (or the key went).
+pub static LATCH_RELEASES: Counter = Counter::new();
 
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 16] = [
+pub const ALL: [(&str, &Counter); 17] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -73,6 +75,7 @@ pub const ALL: [(&str, &Counter); 16] = [
     ("rw_read_holdings", &READ_HOLDINGS),
     ("rw_write_holdings", &WRITE_HOLDINGS),
     ("rw_upgrades_refused", &UPGRADES_REFUSED),
+    ("latch_releases", &LATCH_RELEASES),
 ];
 
 /// A gauge: a count that goes up and down.

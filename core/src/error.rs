@@ -71,6 +71,8 @@ pub enum LockError {
     NotALock,
     /// The key is a hash, but not in the read-write lock layout.
     NotARwLock,
+    /// The key of a `LATCH.*` command holds something else than a count (an integer string).
+    NotALatch,
     /// A read-write lock's owner holding read holds only asks for a write hold.
     Upgrade(Vec<u8>),
     /// The mode argument of an `RWLOCK.*` command is not `READ` or `WRITE`.
@@ -168,6 +170,7 @@ impl fmt::Display for LockError {
             }
             LockError::NotALock => f.write_str("WRONGTYPE key is not a lock"),
             LockError::NotARwLock => f.write_str("WRONGTYPE key is not a read-write lock"),
+            LockError::NotALatch => f.write_str("WRONGTYPE key is not a latch"),
             LockError::Upgrade(owner) => write!(
                 f,
                 "ERR rlock: '{}' holds only read holds of this lock; release them before asking for a write hold (an upgrade deadlocks as soon as two readers try it)",

@@ -309,3 +309,8 @@ fn a_reentry_in_the_failover_delay_is_told_to_try_again() {
         "TRYAGAIN rlock: this node was promoted less than rlock.failover-delay ago; it reenters no holding for 1200 ms (its copy may be one the old master ended)"
     );
 }
+
+#[test]
+fn a_key_that_holds_no_count_is_not_a_latch() {
+    assert_eq!(text(LockError::NotALatch), "WRONGTYPE key is not a latch");
+}

@@ -22,4 +22,6 @@ pub enum Kind {
     #[default]
     Lock,
     Rw(RwMode),
+    /// A countdown latch's wait: released, with every other, when the count reaches zero.
+    Latch,
 }

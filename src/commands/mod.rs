@@ -16,6 +16,12 @@ pub mod fenced;
 pub mod forcerelease;
 pub mod grants;
 pub mod info;
+pub mod latch_await;
+pub mod latch_count;
+pub mod latch_countdown;
+pub mod latch_set;
+mod latch_table;
+pub mod latch_wait;
 pub mod raise;
 pub mod release;
 pub mod renew;
@@ -29,6 +35,7 @@ mod rw_table;
 pub mod rw_wait;
 pub mod wait;
 
+pub use latch_table::LATCH_COMMANDS;
 pub use rw_table::RW_COMMANDS;
 
 use crate::commands::dispatch::call;

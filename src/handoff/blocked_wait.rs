@@ -133,12 +133,17 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
     node::select_db(ctx, grant.db);
     let name = OwnedString::new(ctx, &grant.key)?;
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    if let Kind::Rw(mode) = grant.kind {
-        let owner = OwnedString::new(ctx, &grant.owner)?;
-        if rw_take::release(ctx, &key, Name::of(&owner), (mode, Some(grant.token)))?.is_some() {
-            counters::REVOKED_GRANTS.bump();
+    match grant.kind {
+        Kind::Rw(mode) => {
+            let owner = OwnedString::new(ctx, &grant.owner)?;
+            if rw_take::release(ctx, &key, Name::of(&owner), (mode, Some(grant.token)))?.is_some() {
+                counters::REVOKED_GRANTS.bump();
+            }
+            return Ok(());
         }
-        return Ok(());
+        // A latch's release holds nothing: nothing to take back.
+        Kind::Latch => return Ok(()),
+        Kind::Lock => {}
     }
     let Ok(Some(holding)) = key.read() else {
         return Ok(());

@@ -92,6 +92,8 @@ pub fn fresh_holding(
             };
             key.apply_rw(&entry)?;
         }
+        // A latch grants no holding: its waits are released (`latch_serve.rs`).
+        Kind::Latch => return Err(LockError::Internal("a latch holding")),
     }
     Ok(Door::Held { token, deadline_ms })
 }

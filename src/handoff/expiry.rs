@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::rw_serve;
+use crate::handoff::{latch_serve, rw_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -74,12 +74,14 @@ pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Handed) {
 /// A keyspace event on `key`: if the lock has waiters, check it right away. A lock that
 /// `maxmemory` evicted is not handed on: a grant would be evicted in turn, and the next,
 /// until the queue is drained into holdings that no longer exist; its waiters get `-OOM`.
+/// A countdown latch evicted is gone, and opens as a deleted one does.
 pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
     let db = node::selected_db(ctx);
     if queues::queue_len(db, key) == 0 {
         return;
     }
-    if event == c"evicted" {
+    let latch = || queues::first(db, key).is_some_and(|w| w.kind == Kind::Latch);
+    if event == c"evicted" && !latch() {
         finish::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
         return;
     }
@@ -217,8 +219,15 @@ fn serve_or_rearm(
     name: &OwnedString,
 ) -> Result<(), LockError> {
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    if queues::first(check.db, &check.key).is_some_and(|w| w.kind != Kind::Lock) {
-        return serve_rw(ctx, check, &key);
+    match queues::first(check.db, &check.key).map(|w| w.kind) {
+        Some(Kind::Rw(_)) => return serve_rw(ctx, check, &key),
+        Some(Kind::Latch) => {
+            if let Some(at) = latch_serve::check(ctx, check.db, &key)? {
+                arm(ctx, check.db, &check.key, at);
+            }
+            return Ok(());
+        }
+        Some(Kind::Lock) | None => {}
     }
     let lease_end = check.cause.is_lease_end();
     // What a waiter's holding would be written over, if the lock is free.

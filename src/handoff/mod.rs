@@ -10,6 +10,7 @@ pub mod blocked_wait;
 pub mod door;
 pub mod expiry;
 pub mod heartbeat;
+pub mod latch_serve;
 pub mod rw_serve;
 pub mod rw_take;
 pub mod take;

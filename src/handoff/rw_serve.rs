@@ -66,12 +66,18 @@ pub fn serve(
         let Some(first) = queues::first(db, key.name()) else {
             break;
         };
-        let Kind::Rw(mode) = first.kind else {
+        let mode = match first.kind {
+            Kind::Rw(mode) => mode,
             // A plain lock's waiter: the lock goes to it once nobody holds it.
-            if state.holders.is_empty() {
+            Kind::Lock if state.holders.is_empty() => {
                 return plain_first(ctx, db, key, in_command);
             }
-            break;
+            Kind::Lock => break,
+            // A latch's wait: a check releases it, at once.
+            Kind::Latch => {
+                later = Some(node::now_ms());
+                break;
+            }
         };
         match serve_first(ctx, db, key, &mut state, (&first, mode), in_command)? {
             Next::Go => {}

@@ -19,6 +19,7 @@ use rlock_core::error::LockError;
 use rlock_core::lock::{Holding, TOKEN_FIELD};
 use rlock_core::token::TOKENS;
 
+pub mod latch;
 pub mod persist;
 pub mod publish;
 mod rw;

@@ -21,6 +21,7 @@ use crate::waits::queues::{self, handle_of, id_of, Bc};
 use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::reply::{error_line, Outcome};
+use rlock_core::rwlock::Kind;
 
 /// Called when a blocked client disconnects.
 pub type OnDisconnect = unsafe extern "C" fn(*mut raw::RedisModuleCtx, Bc);
@@ -115,14 +116,23 @@ pub fn stop_deadline(ctx: *mut raw::RedisModuleCtx, timer: Option<u64>) {
     }
 }
 
+/// How a wait of `kind` whose `WAIT` ran out ends: nil, or 0 for a latch's (its outcome is
+/// 1 or 0).
+pub fn timed_out(kind: Kind) -> Outcome {
+    match kind {
+        Kind::Latch => Outcome::Granted(0),
+        Kind::Lock | Kind::Rw(_) => Outcome::TimedOut,
+    }
+}
+
 extern "C" fn wait_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     // The timer hands back the box made in `block`; it is ours to free.
     let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
     node::timer_fired();
     guard::callback("wait deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
-        if queues::take_entry(deadline.client, Some(deadline.id)).is_some() {
-            unblock(handle_of(deadline.client), Outcome::TimedOut)?;
+        if let Some(waiter) = queues::take_entry(deadline.client, Some(deadline.id)) {
+            unblock(handle_of(deadline.client), timed_out(waiter.kind))?;
             counters::WAIT_TIMEOUTS.bump();
         }
         Ok(())

@@ -42,6 +42,10 @@ pub fn grant(
 /// or it was refused.
 pub fn end(ctx: *mut raw::RedisModuleCtx, waiter: &Waiter, outcome: Outcome) {
     blocked::stop_deadline(ctx, waiter.deadline_timer);
+    let outcome = match outcome {
+        Outcome::TimedOut => blocked::timed_out(waiter.kind),
+        outcome => outcome,
+    };
     // Neither can fail on a server that could queue the wait; a push that reaches nobody
     // had nobody to tell.
     let _ = if is_ticket(waiter.client) {

@@ -6,6 +6,7 @@
 pub(crate) mod cancel_safe;
 pub(crate) mod detach;
 pub(crate) mod guard;
+pub(crate) mod latch_wait;
 pub(crate) mod recover;
 pub(crate) mod replicas;
 pub(crate) mod ticket;

@@ -119,7 +119,8 @@ impl Wait<'_> {
             Ok(reply) => reply,
         };
         match read_reply(&reply) {
-            Some(("held", token)) => Ok(Waited::Granted(token)),
+            // `done 1`: a latch already open.
+            Some(("held" | "done", token)) => Ok(Waited::Granted(token)),
             Some(("queued", id)) => self.await_ticket(carried.channel, id, caller).await,
             _ => Err(Error::internal(&format!(
                 "unexpected LOCK.WAIT reply {reply:?}"

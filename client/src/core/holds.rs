@@ -92,6 +92,8 @@ async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize)
     let modes: &[Kind] = match holding.kind {
         Kind::Lock => &[Kind::Lock],
         Kind::Read | Kind::Write => &[Kind::Write, Kind::Read],
+        // A latch's wait is never a holding.
+        Kind::Latch => &[],
     };
     let mut left = holds;
     for &kind in modes {

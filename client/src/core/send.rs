@@ -139,6 +139,9 @@ impl Core {
         key: &str,
         owner: &str,
     ) -> Result<Option<(u64, u64)>> {
+        if kind == Kind::Latch {
+            return Ok(None);
+        }
         if !kind.is_rw() {
             let info = self.info(key).await?;
             let info = info.filter(|info| info.owner == owner);
@@ -167,6 +170,10 @@ impl Core {
         owner: &str,
         token: u64,
     ) -> RedisResult<u64> {
+        // A latch's wait holds nothing: there is nothing to give back.
+        if kind == Kind::Latch {
+            return Ok(0);
+        }
         let cmd = commands::release(kind, key, owner, token);
         self.router.query_fresh(key, &cmd).await
     }

@@ -33,6 +33,7 @@ use crate::net::mailbox::{Loss, Mailbox, Orphan};
 use crate::net::node::Node;
 use crate::pure::commands;
 use crate::pure::error::{timed_out, unreachable};
+use crate::pure::kind::Kind;
 
 /// One node's wait connection.
 pub(crate) struct Channel {
@@ -191,6 +192,9 @@ impl Channel {
 
     /// Releases a grant made for a wait that was cancelled, in the background.
     pub(crate) fn release_orphan(&self, orphan: Orphan) {
+        if orphan.kind == Kind::Latch {
+            return; // a latch's outcome holds nothing
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return tracing::warn!(key = %orphan.key, "a grant for a cancelled wait outside a runtime; it ends with its lease");
         };

@@ -24,7 +24,10 @@ pub(crate) fn acquire_waiting(
     lease_ms: u64,
     wait_ms: u64,
 ) -> Cmd {
-    let mut cmd = acquire(kind, key, owner, lease_ms);
+    let mut cmd = match kind {
+        Kind::Latch => kind.command("AWAIT", key, owner), // `LATCH.AWAIT key`: 1, or 0
+        _ => acquire(kind, key, owner, lease_ms),
+    };
     cmd.arg("WAIT").arg(wait_ms);
     cmd
 }
@@ -34,7 +37,9 @@ pub(crate) fn acquire_waiting(
 /// (`wait_ms` 0: no limit). `RWLOCK.WAIT key owner MODE ...` answers the same way.
 pub(crate) fn wait_ticket(kind: Kind, key: &str, owner: &str, lease_ms: u64, wait_ms: u64) -> Cmd {
     let mut cmd = kind.command("WAIT", key, owner);
-    cmd.arg("LEASE").arg(lease_ms);
+    if kind != Kind::Latch {
+        cmd.arg("LEASE").arg(lease_ms);
+    }
     cmd.arg("WAIT").arg(wait_ms);
     cmd
 }

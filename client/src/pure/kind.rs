@@ -15,38 +15,44 @@ pub(crate) enum Kind {
     Read,
     /// A write hold of a read-write lock (`RWLOCK.* ... WRITE`): exclusive.
     Write,
+    /// A wait for a countdown latch to open (`LATCH.*`): it holds nothing, has no owner.
+    Latch,
 }
 
 impl Kind {
     /// Whether it is a hold of a read-write lock.
     pub(crate) fn is_rw(self) -> bool {
-        self != Kind::Lock
+        matches!(self, Kind::Read | Kind::Write)
     }
 
     /// The mode argument of `RWLOCK.ACQUIRE`, `RWLOCK.WAIT` and `RWLOCK.RELEASE`.
     pub(crate) fn mode(self) -> Option<&'static str> {
         match self {
-            Kind::Lock => None,
+            Kind::Lock | Kind::Latch => None,
             Kind::Read => Some("READ"),
             Kind::Write => Some("WRITE"),
         }
     }
 
-    /// `LOCK.<verb> key owner`, or `RWLOCK.<verb> key owner MODE`.
+    /// `LOCK.<verb> key owner`, `RWLOCK.<verb> key owner MODE`, or `LATCH.<verb> key`.
     pub(crate) fn command(self, verb: &str, key: &str, owner: &str) -> Cmd {
         let mut cmd = self.family(verb);
-        cmd.arg(key).arg(owner);
+        cmd.arg(key);
+        if self != Kind::Latch {
+            cmd.arg(owner);
+        }
         if let Some(mode) = self.mode() {
             cmd.arg(mode);
         }
         cmd
     }
 
-    /// `LOCK.<verb>` or `RWLOCK.<verb>`, without arguments.
+    /// `LOCK.<verb>`, `RWLOCK.<verb>` or `LATCH.<verb>`, without arguments.
     pub(crate) fn family(self, verb: &str) -> Cmd {
         match self {
             Kind::Lock => cmd(&format!("LOCK.{verb}")),
             Kind::Read | Kind::Write => cmd(&format!("RWLOCK.{verb}")),
+            Kind::Latch => cmd(&format!("LATCH.{verb}")),
         }
     }
 }

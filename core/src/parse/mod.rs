@@ -10,6 +10,7 @@ pub mod cancel;
 pub mod forcerelease;
 pub mod grants;
 pub mod info;
+pub mod latch;
 pub mod raise;
 pub mod release;
 pub mod renew;

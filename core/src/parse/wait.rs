@@ -17,6 +17,13 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<WaitArgs<'a>, LockErr
         return Err(LockError::WrongArity);
     };
     let owner = args::owner(owner)?;
+    let (to, others) = split_to(rest)?;
+    let options = args::options(&others, &[Opt::Lease, Opt::Wait], now_ms)?;
+    Ok(WaitArgs { owner, options, to })
+}
+
+/// Takes `TO client-id` out of `rest`: the client id, and the other arguments in order.
+pub fn split_to<'a>(rest: &[&'a [u8]]) -> Result<(Option<u64>, Vec<&'a [u8]>), LockError> {
     let mut to = None;
     let mut others: Vec<&[u8]> = Vec::with_capacity(rest.len());
     for pair in rest.chunks(2) {
@@ -43,8 +50,7 @@ pub fn parse<'a>(argv: &[&'a [u8]], now_ms: i64) -> Result<WaitArgs<'a>, LockErr
             pair => others.extend_from_slice(pair),
         }
     }
-    let options = args::options(&others, &[Opt::Lease, Opt::Wait], now_ms)?;
-    Ok(WaitArgs { owner, options, to })
+    Ok((to, others))
 }
 
 #[cfg(test)]
