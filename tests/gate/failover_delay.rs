@@ -123,5 +123,9 @@ fn a_reentry_of_a_stale_holding_during_the_delay_is_refused() {
     );
     assert_eq!(owner(&mut r, "L").as_deref(), Some("a"));
     let holds = super::support::hget(&mut r, "L", "a");
-    assert_eq!(holds.as_deref(), Some("1"), "the refused reentry changed the count");
+    assert_eq!(
+        holds.as_deref(),
+        Some("1"),
+        "the refused reentry changed the count"
+    );
 }

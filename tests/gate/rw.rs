@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use redis::Value;
 
 use super::memory::{each_gets_oom, squeeze};
+use super::support::proxy::Proxy;
 use super::support::{int, raw, Server};
 use super::wire::Reply;
-use super::support::proxy::Proxy;
 use super::{enqueue_command, replica_through, rlock_info};
 
 const DELAY_MS: u64 = 3000;
@@ -84,12 +84,18 @@ fn a_reentry_of_a_stale_read_hold_during_the_delay_is_refused() {
     let proxy = Proxy::start(master.port());
     let replica = replica_through(&master, proxy.port());
     let mut m = master.conn();
-    int(&mut m, &["RWLOCK.ACQUIRE", "L", "r", "READ", "LEASE", "60000"]);
+    int(
+        &mut m,
+        &["RWLOCK.ACQUIRE", "L", "r", "READ", "LEASE", "60000"],
+    );
     assert_eq!(int(&mut m, &["WAIT", "1", "5000"]), 1);
     let mut w = enqueue_command(&master, &["RWLOCK.ACQUIRE", "L", "w", "WRITE", "WAIT", "0"]);
     proxy.cut();
     assert_eq!(int(&mut m, &["RWLOCK.RELEASE", "L", "r", "READ"]), 0);
-    assert!(matches!(w.reply(), Reply::Int(_)), "the writer got the lock on the old master");
+    assert!(
+        matches!(w.reply(), Reply::Int(_)),
+        "the writer got the lock on the old master"
+    );
     master.signal("KILL");
     let mut r = replica.conn();
     let delay = DELAY_MS.to_string();
