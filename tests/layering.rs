@@ -99,8 +99,8 @@ const CORE_LAYERS: Layers = &[(
         &["error"],
         &["args", "registry"],
         &["lock", "rwlock", "receivers"],
-        &["parse", "rwglance"],
-        &["fence"],
+        &["parse", "rwglance", "semaphore"],
+        &["fence", "semglance"],
     ],
 )];
 

@@ -22,4 +22,6 @@ pub enum Kind {
     #[default]
     Lock,
     Rw(RwMode),
+    /// A semaphore wait for that many permits.
+    Permits(u32),
 }
