@@ -108,6 +108,7 @@ mod module {
         crate::store::signal_writes_explicitly(ctx);
         declare::register(ctx, &commands::COMMANDS)
             .and_then(|()| declare::register(ctx, &commands::RW_COMMANDS))
+            .and_then(|()| declare::register(ctx, &commands::SEM_COMMANDS))
             .and_then(|()| events::subscribe(ctx))
             .map_err(|e| format!("cannot load: {e}"))
     }

@@ -15,6 +15,11 @@ impl Counter {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Adds `n` (a count of things, not of events).
+    pub fn add(&self, n: i64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -54,9 +59,13 @@ pub static READ_HOLDINGS: Counter = Counter::new();
 pub static WRITE_HOLDINGS: Counter = Counter::new();
 /// Write holds refused to owners holding read holds only.
 pub static UPGRADES_REFUSED: Counter = Counter::new();
+/// Fresh holdings of semaphores (acquired or handed on).
+pub static SEM_HOLDINGS: Counter = Counter::new();
+/// Permits of semaphores granted, fresh or added by a holder.
+pub static SEM_PERMITS_GRANTED: Counter = Counter::new();
 
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 16] = [
+pub const ALL: [(&str, &Counter); 18] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -73,6 +82,8 @@ pub const ALL: [(&str, &Counter); 16] = [
     ("rw_read_holdings", &READ_HOLDINGS),
     ("rw_write_holdings", &WRITE_HOLDINGS),
     ("rw_upgrades_refused", &UPGRADES_REFUSED),
+    ("sem_holdings", &SEM_HOLDINGS),
+    ("sem_permits_granted", &SEM_PERMITS_GRANTED),
 ];
 
 /// A gauge: a count that goes up and down.

@@ -64,6 +64,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             Kind::Rw(RwMode::Write) => &b"write"[..],
             Kind::Rw(RwMode::Read) => b"read",
             Kind::Lock => b"lock",
+            Kind::Permits(_) => b"permits",
         });
     }
     Ok(Reply::Sent)

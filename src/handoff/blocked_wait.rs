@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::handoff::{door, expiry, rw_take};
+use crate::handoff::{door, expiry, rw_take, sem_take};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{config, guard, node};
@@ -133,13 +133,28 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
     node::select_db(ctx, grant.db);
     let name = OwnedString::new(ctx, &grant.key)?;
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    if let Kind::Rw(mode) = grant.kind {
-        let owner = OwnedString::new(ctx, &grant.owner)?;
-        if rw_take::release(ctx, &key, Name::of(&owner), (mode, Some(grant.token)))?.is_some() {
-            counters::REVOKED_GRANTS.bump();
+    let owner = OwnedString::new(ctx, &grant.owner)?;
+    let token = Some(grant.token);
+    let revoked = match grant.kind {
+        Kind::Lock => return revoke_lock(ctx, grant, &key),
+        Kind::Rw(mode) => rw_take::release(ctx, &key, Name::of(&owner), (mode, token))?,
+        Kind::Permits(n) => {
+            let permits = Some(i64::from(n));
+            sem_take::release(ctx, &key, Name::of(&owner), (permits, token))?
         }
-        return Ok(());
+    };
+    if revoked.is_some() {
+        counters::REVOKED_GRANTS.bump();
     }
+    Ok(())
+}
+
+/// Gives back the hold of an undelivered grant of a plain lock.
+fn revoke_lock(
+    ctx: *mut raw::RedisModuleCtx,
+    grant: &Grant,
+    key: &LockKey,
+) -> Result<(), LockError> {
     let Ok(Some(holding)) = key.read() else {
         return Ok(());
     };
@@ -152,7 +167,7 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
             key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
-            let handed = door::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
+            let handed = door::end_holding(ctx, key, Replicate::ForceRelease, false)?;
             expiry::handed(ctx, key.name(), handed);
         }
         ReleaseStep::NotHeld => return Ok(()),

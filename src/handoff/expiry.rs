@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::rw_serve;
+use crate::handoff::{rw_serve, sem_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -217,8 +217,10 @@ fn serve_or_rearm(
     name: &OwnedString,
 ) -> Result<(), LockError> {
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    if queues::first(check.db, &check.key).is_some_and(|w| w.kind != Kind::Lock) {
-        return serve_rw(ctx, check, &key);
+    match queues::first(check.db, &check.key).map(|w| w.kind) {
+        Some(Kind::Rw(_)) => return serve_rw(ctx, check, &key),
+        Some(Kind::Permits(_)) => return serve_sem(ctx, check, &key),
+        Some(Kind::Lock) | None => {}
     }
     let lease_end = check.cause.is_lease_end();
     // What a waiter's holding would be written over, if the lock is free.
@@ -288,6 +290,23 @@ fn serve_rw(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Resu
     let freed = pruned && state.holders.is_empty();
     if let Some(at) = rw_serve::serve(ctx, check.db, key, state, (false, freed))? {
         arm(ctx, check.db, &check.key, at);
+    }
+    Ok(())
+}
+
+/// A semaphore's waiters: lapsed holders out (their permits back), the queue served, the
+/// next check armed at the first lease to end. A key that is not a semaphore keeps them
+/// waiting until it is one, or they time out.
+fn serve_sem(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Result<(), LockError> {
+    let Ok(state) = sem_serve::live_state(ctx, key) else {
+        return Ok(());
+    };
+    let before = counters::HANDOFFS.get();
+    if let Some(at) = sem_serve::serve(ctx, check.db, key, state, false)? {
+        arm(ctx, check.db, &check.key, at);
+    }
+    if check.cause.is_lease_end() && counters::HANDOFFS.get() > before {
+        counters::EXPIRY_HANDOFFS.bump();
     }
     Ok(())
 }

@@ -12,5 +12,7 @@ pub mod expiry;
 pub mod heartbeat;
 pub mod rw_serve;
 pub mod rw_take;
+pub mod sem_serve;
+pub mod sem_take;
 pub mod take;
 pub mod ticket_wait;

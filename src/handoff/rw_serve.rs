@@ -66,12 +66,14 @@ pub fn serve(
         let Some(first) = queues::first(db, key.name()) else {
             break;
         };
-        let Kind::Rw(mode) = first.kind else {
+        let mode = match first.kind {
+            Kind::Rw(mode) => mode,
             // A plain lock's waiter: the lock goes to it once nobody holds it.
-            if state.holders.is_empty() {
+            Kind::Lock if state.holders.is_empty() => {
                 return plain_first(ctx, db, key, in_command);
             }
-            break;
+            // Another kind of wait waits until the key is of its kind, or times out.
+            _ => break,
         };
         match serve_first(ctx, db, key, &mut state, (&first, mode), in_command)? {
             Next::Go => {}

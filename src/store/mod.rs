@@ -22,9 +22,11 @@ use rlock_core::token::TOKENS;
 pub mod persist;
 pub mod publish;
 mod rw;
+mod sem;
 mod write;
 
 pub use rw::{entry_of, RwEntry};
+pub use sem::{sem_entry, SemEntry};
 pub use write::{LockEntry, Over, Replicate};
 
 /// How a key is opened.
