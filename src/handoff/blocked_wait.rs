@@ -83,9 +83,13 @@ pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
 
 unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("waiter disconnected", || {
+        let location = queues::location_of(id_of(bc));
         if let Some(waiter) = queues::take(bc, None) {
             blocked::stop_deadline(ctx, waiter.deadline_timer);
             blocked::release_handle(bc)?;
+            if let Some((db, key)) = location {
+                sem_take::wait_left(ctx, (db, &key), waiter.kind);
+            }
         } else if let Some(grant) = queues::take_grant(bc) {
             // Handed the lock, but gone before its reply: nobody will ever know it holds
             // it. Take the hold back once this callback is over.

@@ -112,7 +112,15 @@ fn serve_first(
             }
             Ok(None)
         }
-        SemStep::Contended => Ok(Some(None)),
+        // A first wait that cannot be granted stops the waits behind it until its own
+        // `WAIT` runs out: it is timed out then, by the check armed for that time.
+        SemStep::Contended => match first.wait_until {
+            Some(until) if until <= node::now_ms() => {
+                time_out_first(ctx, db, key.name());
+                Ok(None)
+            }
+            until => Ok(Some(until)),
+        },
         SemStep::TooMany { total } => {
             // The total was lowered under what it asks: it could never be granted.
             if let Some(waiter) = queues::pop_first(db, key.name()) {
@@ -155,10 +163,7 @@ fn fresh(
             Ok(None)
         }
         Ok(Door::Shut(Verdict::Expired)) => {
-            if let Some(waiter) = queues::pop_first(db, key.name()) {
-                finish::end(ctx, &waiter, Outcome::TimedOut);
-                counters::WAIT_TIMEOUTS.bump();
-            }
+            time_out_first(ctx, db, key.name());
             Ok(None)
         }
         Ok(Door::Shut(Verdict::Later(at))) => Ok(Some(Some(at))),
@@ -171,6 +176,14 @@ fn fresh(
             finish::refuse_queue(ctx, db, key.name(), &e.to_string());
             Err(e)
         }
+    }
+}
+
+/// The first waiter of `key` is past its `WAIT` limit: it gets nil.
+fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8]) {
+    if let Some(waiter) = queues::pop_first(db, key) {
+        finish::end(ctx, &waiter, Outcome::TimedOut);
+        counters::WAIT_TIMEOUTS.bump();
     }
 }
 
