@@ -159,3 +159,20 @@ fn a_head_that_leaves_by_disconnect_or_cancel_lets_the_waits_behind_it_in() {
         vec![("a".into(), 1), ("small".into(), 1)]
     );
 }
+
+#[test]
+fn a_deleted_semaphore_sends_its_waits_away() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "1"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "a", "1"]);
+    let w = waiter(&server, "s", "w", 1);
+    queued(&mut con, "s", 1);
+    assert_eq!(raw(&mut con, &["DEL", "s"]), Value::Int(1));
+    let reply = w.recv_timeout(client::LIMIT).expect("hung: no reply");
+    assert_eq!(
+        support::error_text(&reply).as_deref(),
+        Some("ERR rlock: asks for 1 permits; the semaphore has 0")
+    );
+    assert_eq!(raw(&mut con, &["EXISTS", "s"]), Value::Int(0));
+}
