@@ -232,3 +232,22 @@ fn bad_input_is_refused_and_changes_nothing() {
         "WRONGTYPE key is not a lock",
     );
 }
+
+#[test]
+fn holders_are_capped_at_1024_and_a_newcomer_beyond_them_waits() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "5000"]);
+    let mut pipe = redis::pipe();
+    for i in 0..1024 {
+        pipe.cmd("SEM.ACQUIRE").arg("s").arg(format!("o{i}")).arg(1);
+    }
+    let tokens: Vec<i64> = pipe.query(&mut con).expect("1024 acquisitions");
+    assert_eq!(tokens.len(), 1024);
+    expect_nil(&mut con, &["SEM.ACQUIRE", "s", "late", "1"]);
+    assert!(int(&mut con, &["SEM.ACQUIRE", "s", "o7", "1"]) > 0);
+    let info = sem_info(&mut con, "s").unwrap();
+    assert_eq!((info.holders.len(), info.available), (1024, 5000 - 1025));
+    int(&mut con, &["SEM.RELEASE", "s", "o0"]);
+    assert!(int(&mut con, &["SEM.ACQUIRE", "s", "late", "1"]) > 0);
+}

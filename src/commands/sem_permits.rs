@@ -6,7 +6,7 @@ use redis_module::raw;
 
 use crate::commands::dispatch::Args;
 use crate::handoff::{sem_serve, sem_take};
-use crate::host::gate;
+use crate::host::{gate, node};
 use crate::store::{LockKey, Mode};
 use rlock_core::error::LockError;
 use rlock_core::parse::sem::parse_total;
@@ -19,6 +19,11 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     // Anything but a semaphore (or no key) is refused before it is written.
     key.read_sem()?;
     key.set_sem_total(total)?;
+    // A replica or an AOF replay takes its master's word on the holders (each change
+    // comes as a `SEM.APPLY`), and has nobody queued to serve.
+    if node::from_replication(ctx) {
+        return Ok(Reply::Integer(total));
+    }
     let state = sem_serve::live_state(ctx, &key)?;
     sem_take::after_change(ctx, &key, state)?;
     Ok(Reply::Integer(total))
