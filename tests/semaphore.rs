@@ -251,3 +251,32 @@ fn holders_are_capped_at_1024_and_a_newcomer_beyond_them_waits() {
     int(&mut con, &["SEM.RELEASE", "s", "o0"]);
     assert!(int(&mut con, &["SEM.ACQUIRE", "s", "late", "1"]) > 0);
 }
+
+/// The lease end of `owner`'s holding, from its `@h:` field.
+fn lease_end(con: &mut redis::Connection, key: &str, owner: &str) -> i64 {
+    let meta = support::hget(con, key, &format!("@h:{owner}")).expect("a holder");
+    meta.split(' ')
+        .nth(1)
+        .and_then(|d| d.parse().ok())
+        .expect("a lease end")
+}
+
+#[test]
+fn next_is_never_after_a_lease_end_and_is_settled_by_a_whole_read() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "2"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "100"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "b", "1", "LEASE", "60000"]);
+    let next = |con: &mut redis::Connection| {
+        support::hget(con, "s", "@next").and_then(|n| n.parse::<i64>().ok())
+    };
+    assert_eq!(next(&mut con), Some(lease_end(&mut con, "s", "a")));
+    int(&mut con, &["SEM.RELEASE", "s", "a"]);
+    std::thread::sleep(Duration::from_millis(150));
+    // Too few permits, and `@next` is past: the whole hash is read, and `@next` settled.
+    expect_nil(&mut con, &["SEM.ACQUIRE", "s", "c", "2"]);
+    assert_eq!(next(&mut con), Some(lease_end(&mut con, "s", "b")));
+    int(&mut con, &["SEM.RELEASE", "s", "b"]);
+    assert_eq!(next(&mut con), None, "nobody holds");
+}

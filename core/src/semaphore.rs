@@ -3,7 +3,8 @@
 //!
 //! A semaphore is a hash: `permits` → the total, `@used` → the permits held now (the sum
 //! over holders, kept up to date so that most commands read a few fields), `<owner>` → the
-//! permits that owner holds, `@h:<owner>` → `<token> <lease end in Unix ms>`.
+//! permits that owner holds, `@h:<owner>` → `<token> <lease end in Unix ms>`, and `@next`
+//! → no later than the earliest lease end (so that a few fields tell that no lease ended).
 //! [`SemState::from_fields`] reads it; [`acquire`] and [`release`] decide what a command
 //! does. The queue is served in order without barging: the first wait is served first, and
 //! nobody passes it (see [`acquire`]'s `queued`).
@@ -17,12 +18,15 @@ pub use crate::rwlock::{meta_value, parse_meta, HOLDER_PREFIX};
 pub const TOTAL_FIELD: &[u8] = b"permits";
 /// The field of the permits held now.
 pub const USED_FIELD: &[u8] = b"@used";
+/// The field of the earliest lease end of the holders, or an earlier time (Unix ms): while
+/// it is in the future, no holder's lease has ended.
+pub const NEXT_FIELD: &[u8] = b"@next";
 /// The largest total: 2^31 - 1.
 pub const MAX_PERMITS: i64 = i32::MAX as i64;
 /// Most holders of one semaphore at once: a newcomer beyond them waits.
 pub const MAX_HOLDERS: usize = 1024;
-/// Most fields a semaphore's hash has: `permits`, `@used` and two per holder.
-pub const MAX_FIELDS: usize = 2 + 2 * MAX_HOLDERS;
+/// Most fields a semaphore's hash has: `permits`, `@used`, `@next` and two per holder.
+pub const MAX_FIELDS: usize = 3 + 2 * MAX_HOLDERS;
 
 /// One holder of a semaphore.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +72,7 @@ impl SemState {
             if field == TOTAL_FIELD {
                 let n = strict_i64(value).filter(|n| (0..=MAX_PERMITS).contains(n));
                 total = Some(n.ok_or(NotASemaphore)?);
-            } else if field == USED_FIELD {
+            } else if field == USED_FIELD || field == NEXT_FIELD {
                 strict_i64(value).ok_or(NotASemaphore)?;
             } else if let Some(owner) = field.strip_prefix(HOLDER_PREFIX) {
                 metas.insert(owner, parse_meta(value).ok_or(NotASemaphore)?);

@@ -1,6 +1,6 @@
 //! Deciding from a glance: a semaphore's `permits` and `@used` fields and the asking
 //! owner's own two fields are enough for most acquisitions, releases and renewals; the
-//! rest (not enough permits free: a lapsed holder may give some back) read the whole hash
+//! rest (not enough permits free while a lease may have ended, per `@next`) read the whole hash
 //! ([`SemState::from_fields`](crate::semaphore::SemState::from_fields)).
 
 pub use crate::rwglance::Quick;
@@ -15,6 +15,8 @@ pub struct SemGlance {
     pub total: Option<i64>,
     /// The permits held, by every holder (lapsed ones too).
     pub used: i64,
+    /// No holder's lease ends before this (Unix ms), when known.
+    pub next: Option<i64>,
     /// The asking owner's own holding, if it has one.
     pub mine: Option<SemHolder>,
 }
@@ -57,12 +59,17 @@ pub fn acquire(
     if permits > own.total || queued {
         return Quick::Decided(semaphore::acquire(&own, owner, permits, queued));
     }
+    // `permits`, `@used`, `@next` (while anyone holds) and two fields per holder.
     let holders = g.fields.saturating_sub(2) / 2;
     if own.total.saturating_sub(g.used) < permits
         || (own.holders.is_empty() && holders >= MAX_HOLDERS)
     {
-        // A lapsed holder may give permits back: only the whole hash tells.
-        return Quick::Slow;
+        // A lapsed holder may give permits back: only the whole hash tells, unless no
+        // lease has ended yet.
+        return match g.next {
+            Some(next) if next > now_ms => Quick::Decided(SemStep::Contended),
+            _ => Quick::Slow,
+        };
     }
     // The others' permits, as one holder the owner cannot be.
     let mine = own.holders.first().map_or(0, |h| h.permits);

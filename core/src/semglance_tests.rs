@@ -5,6 +5,7 @@ fn glance(total: i64, used: i64, holders: usize, mine: Option<(i64, i64)>) -> Se
         fields: 2 + 2 * holders,
         total: Some(total),
         used,
+        next: None,
         mine: mine.map(|(permits, deadline_ms)| SemHolder {
             owner: b"me".to_vec(),
             permits,
@@ -89,5 +90,20 @@ fn releases_and_renewals_decide_from_the_owner_fields() {
     assert_eq!(
         renewal(&glance(5, 0, 0, None), None, 0),
         Quick::Decided(None)
+    );
+}
+
+#[test]
+fn too_few_free_permits_while_no_lease_ended_decide_at_once() {
+    let mut g = glance(5, 4, 2, None);
+    g.next = Some(100);
+    assert_eq!(
+        acquire(&g, b"me", 2, false, 99),
+        Quick::Decided(SemStep::Contended)
+    );
+    assert_eq!(acquire(&g, b"me", 2, false, 100), Quick::Slow);
+    assert_eq!(
+        acquire(&g, b"me", 1, false, 100),
+        Quick::Decided(SemStep::Fresh)
     );
 }

@@ -10,8 +10,8 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 use rlock_core::semaphore::{
-    self, meta_value, SemHolder, SemRelease, SemState, SemStep, HOLDER_PREFIX, TOTAL_FIELD,
-    USED_FIELD,
+    self, meta_value, SemHolder, SemRelease, SemState, SemStep, HOLDER_PREFIX, NEXT_FIELD,
+    TOTAL_FIELD, USED_FIELD,
 };
 use rlock_core::semglance::{self, Quick, SemGlance};
 
@@ -88,6 +88,9 @@ fn fields(state: &SemState) -> Vec<(Vec<u8>, Vec<u8>)> {
         (TOTAL_FIELD.to_vec(), state.total.to_string().into_bytes()),
         (USED_FIELD.to_vec(), state.used().to_string().into_bytes()),
     ];
+    if let Some(next) = state.next_deadline() {
+        out.push((NEXT_FIELD.to_vec(), next.to_string().into_bytes()));
+    }
     for h in &state.holders {
         out.push((h.owner.clone(), h.permits.to_string().into_bytes()));
         let meta = [HOLDER_PREFIX, &h.owner].concat();
@@ -98,9 +101,10 @@ fn fields(state: &SemState) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 fn glance(state: &SemState, owner: &[u8]) -> SemGlance {
     SemGlance {
-        fields: 2 + 2 * state.holders.len(),
+        fields: 2 + 2 * state.holders.len() + usize::from(!state.holders.is_empty()),
         total: Some(state.total),
         used: state.used(),
+        next: state.next_deadline(),
         mine: state.holder(owner).cloned(),
     }
 }

@@ -16,15 +16,17 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let total = parse_total(args.bytes())?;
     gate::client_writes(ctx)?;
     let key = LockKey::open(ctx, args.key()?, Mode::Write)?;
-    // Anything but a semaphore (or no key) is refused before it is written.
-    key.read_sem()?;
-    key.set_sem_total(total)?;
     // A replica or an AOF replay takes its master's word on the holders (each change
     // comes as a `SEM.APPLY`), and has nobody queued to serve.
     if node::from_replication(ctx) {
+        key.read_sem()?;
+        key.set_sem_total(total)?;
         return Ok(Reply::Integer(total));
     }
-    let state = sem_serve::live_state(ctx, &key)?;
+    // Anything but a semaphore (or no key) is refused before it is written.
+    let mut state = sem_serve::live_state(ctx, &key)?;
+    key.set_sem_total(total)?;
+    state.total = total;
     sem_take::after_change(ctx, &key, state)?;
     Ok(Reply::Integer(total))
 }

@@ -31,6 +31,9 @@ pub fn live_state(ctx: *mut raw::RedisModuleCtx, key: &LockKey) -> Result<SemSta
         key.apply_sem(&gone(Name::of(&name)))?;
         state.remove(&owner);
     }
+    // Read whole: `@next` learns the earliest lease end, so that the next commands decide
+    // from a few fields again.
+    key.settle_sem_next(&state)?;
     Ok(state)
 }
 

@@ -45,7 +45,7 @@ pub fn attempt(
     let queued = queues::queue_len(db, key.name()) > 0;
     let glance = key.sem_glance(&owner)?;
     let step = match semglance::acquire(&glance, owner.bytes, permits, queued, node::now_ms()) {
-        Quick::Decided(step) => (step, None),
+        Quick::Decided(step) => (step, glance.next),
         Quick::Slow => {
             let mut state = sem_serve::live_state(ctx, &key)?;
             if queues::queue_len(db, key.name()) > 0 {

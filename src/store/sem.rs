@@ -17,7 +17,8 @@ use crate::host::ffi::{api, kept, OwnedString};
 use rlock_core::args::strict_i64;
 use rlock_core::error::LockError;
 use rlock_core::semaphore::{
-    meta_value, parse_meta, SemHolder, SemState, HOLDER_PREFIX, MAX_FIELDS, TOTAL_FIELD, USED_FIELD,
+    meta_value, parse_meta, SemHolder, SemState, HOLDER_PREFIX, MAX_FIELDS, NEXT_FIELD,
+    TOTAL_FIELD, USED_FIELD,
 };
 use rlock_core::semglance::SemGlance;
 use rlock_core::token::TOKENS;
@@ -71,8 +72,9 @@ impl LockKey {
         let value_length = api!(RedisModule_ValueLength);
         let fields = unsafe { value_length(self.key) };
         let meta = OwnedString::new(self.ctx, &[HOLDER_PREFIX, owner.bytes].concat())?;
-        let [total, used, count, meta] =
-            self.get4([total_field()?, used_field()?, owner.raw, meta.0]);
+        let [total, used, next, count] =
+            self.get4([total_field()?, used_field()?, next_field()?, owner.raw]);
+        let [meta, ..] = self.get4([meta.0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut()]);
         let number = |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes()));
         let mine = match (number(&count), meta.and_then(|m| parse_meta(m.bytes()))) {
             (Some(permits), Some((token, deadline_ms))) => Some(SemHolder {
@@ -90,6 +92,7 @@ impl LockKey {
             fields,
             total: number(&total).filter(|n| *n >= 0),
             used: number(&used).unwrap_or(0),
+            next: number(&next),
             mine,
         })
     }
@@ -122,11 +125,11 @@ impl LockKey {
     /// `SEM.APPLY` does: the owner's fields, and `@used` moved by the change.
     pub fn set_sem_holder(&self, entry: &SemEntry<'_>) -> Result<(), LockError> {
         let meta_name = OwnedString::new(self.ctx, &[HOLDER_PREFIX, entry.owner.bytes].concat())?;
-        let [total, used, before, ..] = self.get4([
+        let [total, used, before, next] = self.get4([
             total_field()?,
             used_field()?,
             entry.owner.raw,
-            ptr::null_mut(),
+            next_field()?,
         ]);
         let number =
             |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes())).unwrap_or(0);
@@ -135,6 +138,15 @@ impl LockKey {
             .saturating_add(entry.permits)
             .max(0);
         let gone = entry.permits <= 0;
+        // No later than every lease end: lowered to a new one; left as it is (maybe early)
+        // when a holder leaves; gone with the last holder.
+        let next = match (used, number(&next)) {
+            (0, _) => None,
+            (_, 0) if gone => None,
+            (_, next) if gone => Some(next),
+            (_, 0) => Some(entry.deadline_ms),
+            (_, next) => Some(next.min(entry.deadline_ms)),
+        };
         let permits = OwnedString::number(self.ctx, entry.permits)?;
         let meta = OwnedString::new(self.ctx, &meta_value(entry.token, entry.deadline_ms))?;
         let (count, meta) = if gone {
@@ -143,6 +155,8 @@ impl LockKey {
             (permits.0, meta.0)
         };
         let used = OwnedString::number(self.ctx, used)?;
+        let next = next.map(|n| OwnedString::number(self.ctx, n)).transpose()?;
+        let next_raw = next.as_ref().map_or_else(deleted, |n| n.0);
         let total = match total {
             Some(total) => total,
             None => OwnedString::number(self.ctx, 0)?,
@@ -160,8 +174,60 @@ impl LockKey {
                 count,
                 meta_name.0,
                 meta,
+                next_field()?,
+                next_raw,
                 ptr::null_mut::<raw::RedisModuleString>(),
             );
+        }
+        self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")
+    }
+
+    /// Makes `@next` the earliest lease end of `state`'s holders, if it is not, replicated
+    /// as an `HSET` (or `HDEL` when nobody holds).
+    pub fn settle_sem_next(&self, state: &SemState) -> Result<(), LockError> {
+        let [stored, ..] = self.get4([
+            next_field()?,
+            ptr::null_mut(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        ]);
+        let stored = stored.and_then(|s| strict_i64(s.bytes()));
+        let exact = state.next_deadline();
+        if stored == exact {
+            return Ok(());
+        }
+        let hash_set = api!(RedisModule_HashSet);
+        let replicate = api!(RedisModule_Replicate);
+        let value = exact
+            .map(|n| OwnedString::number(self.ctx, n))
+            .transpose()?;
+        let flags = raw::REDISMODULE_HASH_NONE as c_int;
+        let end = ptr::null_mut::<raw::RedisModuleString>();
+        unsafe {
+            match &value {
+                Some(v) => {
+                    hash_set(self.key, flags, next_field()?, v.0, end);
+                    let format = c"sss".as_ptr();
+                    replicate(
+                        self.ctx,
+                        c"HSET".as_ptr(),
+                        format,
+                        self.name,
+                        next_field()?,
+                        v.0,
+                    );
+                }
+                None => {
+                    hash_set(self.key, flags, next_field()?, deleted(), end);
+                    replicate(
+                        self.ctx,
+                        c"HDEL".as_ptr(),
+                        c"ss".as_ptr(),
+                        self.name,
+                        next_field()?,
+                    );
+                }
+            }
         }
         self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")
     }
@@ -212,6 +278,11 @@ fn deleted() -> *mut raw::RedisModuleString {
 fn total_field() -> Result<*mut raw::RedisModuleString, LockError> {
     static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
     kept(&FIELD, TOTAL_FIELD)
+}
+
+fn next_field() -> Result<*mut raw::RedisModuleString, LockError> {
+    static FIELD: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(ptr::null_mut());
+    kept(&FIELD, NEXT_FIELD)
 }
 
 fn used_field() -> Result<*mut raw::RedisModuleString, LockError> {
