@@ -254,7 +254,9 @@ impl LockKey {
             );
         }
         self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")?;
-        self.replicate_verbatim()
+        let verbatim = api!(RedisModule_ReplicateVerbatim);
+        unsafe { verbatim(self.ctx) };
+        Ok(())
     }
 
     /// Ends every holding, the total kept, replicated as the command being run.
@@ -262,12 +264,6 @@ impl LockKey {
         let delete_key = api!(RedisModule_DeleteKey);
         unsafe { delete_key(self.key) };
         self.set_sem_total(total)
-    }
-
-    fn replicate_verbatim(&self) -> Result<(), LockError> {
-        let verbatim = api!(RedisModule_ReplicateVerbatim);
-        unsafe { verbatim(self.ctx) };
-        Ok(())
     }
 }
 
