@@ -109,6 +109,7 @@ mod module {
         declare::register(ctx, &commands::COMMANDS)
             .and_then(|()| declare::register(ctx, &commands::RW_COMMANDS))
             .and_then(|()| declare::register(ctx, &commands::LATCH_COMMANDS))
+            .and_then(|()| declare::register(ctx, &commands::SEM_COMMANDS))
             .and_then(|()| events::subscribe(ctx))
             .map_err(|e| format!("cannot load: {e}"))
     }

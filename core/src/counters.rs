@@ -15,6 +15,11 @@ impl Counter {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Adds `n` (a count of things, not of events).
+    pub fn add(&self, n: i64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -56,9 +61,13 @@ pub static WRITE_HOLDINGS: Counter = Counter::new();
 pub static UPGRADES_REFUSED: Counter = Counter::new();
 /// Waits on countdown latches released because the count reached zero (or the key went).
 pub static LATCH_RELEASES: Counter = Counter::new();
+/// Fresh holdings of semaphores (acquired or handed on).
+pub static SEM_HOLDINGS: Counter = Counter::new();
+/// Permits of semaphores granted, fresh or added by a holder.
+pub static SEM_PERMITS_GRANTED: Counter = Counter::new();
 
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 17] = [
+pub const ALL: [(&str, &Counter); 19] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -75,7 +84,15 @@ pub const ALL: [(&str, &Counter); 17] = [
     ("rw_read_holdings", &READ_HOLDINGS),
     ("rw_write_holdings", &WRITE_HOLDINGS),
     ("rw_upgrades_refused", &UPGRADES_REFUSED),
-    ("latch_releases", &LATCH_RELEASES),
+/// Waits on countdown latches released because the count reached zero (or the key went).
+pub static LATCH_RELEASES: Counter = Counter::new();
+/// Fresh holdings of semaphores (acquired or handed on).
+pub static SEM_HOLDINGS: Counter = Counter::new();
+/// Permits of semaphores granted, fresh or added by a holder.
+pub static SEM_PERMITS_GRANTED: Counter = Counter::new();
+
+/// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
+pub const ALL: [(&str, &Counter); 19] = [
 ];
 
 /// A gauge: a count that goes up and down.

@@ -91,6 +91,14 @@ pub enum LockError {
     RwApplyFromClient,
     /// `RWLOCK.APPLY` with values no master would send.
     BadRwApply,
+    /// The key is a hash, but not in the semaphore layout.
+    NotASemaphore,
+    /// A semaphore acquisition asks for more permits than the semaphore has in all.
+    TooManyPermits { asked: i64, total: i64 },
+    /// `SEM.APPLY` sent by a client rather than a master or an AOF.
+    SemApplyFromClient,
+    /// `SEM.APPLY` with values no master would send.
+    BadSemApply,
     /// `LOCK.RAISE` with a token or floor that is not a non-negative integer.
     BadRaise,
     /// The token counter is at its maximum: no fresh holding can be granted.
@@ -205,6 +213,17 @@ impl fmt::Display for LockError {
             ),
             LockError::BadRwApply => f.write_str(
                 "ERR RWLOCK.APPLY needs key owner reads writes token unix-ms: reads, writes and token >= 0",
+            ),
+            LockError::NotASemaphore => f.write_str("WRONGTYPE key is not a semaphore"),
+            LockError::TooManyPermits { asked, total } => write!(
+                f,
+                "ERR rlock: asks for {asked} permits; the semaphore has {total}"
+            ),
+            LockError::SemApplyFromClient => f.write_str(
+                "ERR SEM.APPLY only replays a master's writes (replication stream or AOF)",
+            ),
+            LockError::BadSemApply => f.write_str(
+                "ERR SEM.APPLY needs key owner permits token unix-ms: permits and token >= 0",
             ),
             LockError::BadRaise => f.write_str(
                 "ERR LOCK.RAISE needs key owner token floor: token and floor non-negative integers",

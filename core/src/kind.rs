@@ -24,4 +24,6 @@ pub enum Kind {
     Rw(RwMode),
     /// A countdown latch's wait: released, with every other, when the count reaches zero.
     Latch,
+    /// A semaphore wait for that many permits.
+    Permits(u32),
 }

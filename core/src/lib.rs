@@ -4,7 +4,9 @@
 //!
 //! Modules, top first (each uses only those below it; `tests/layering.rs` at the
 //! workspace root checks it):
-//! - `fence` (`LOCK.FENCED`'s rules).
+//! - `fence` (`LOCK.FENCED`'s rules), `semglance` (a semaphore decided from a few fields).
+//! - `semaphore` (the semaphore's state machine), `rwglance` (a read-write lock decided
+//!   from a few fields).
 //! - `parse` (each command's arguments), `lock` (the state machine: what a command does
 //!   to a lock), `receivers` (the tables of tickets: who receives each, who may cancel it,
 //!   mailboxes, parked `LOCK.GRANTS`).
@@ -36,6 +38,8 @@ pub mod registry;
 pub mod reply;
 pub mod rwglance;
 pub mod rwlock;
+pub mod semaphore;
+pub mod semglance;
 pub mod stall;
 pub mod token;
 pub mod verdict;

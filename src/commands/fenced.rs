@@ -37,9 +37,12 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     fence::check_keys(key.name(), parsed.command, &keys, node::is_cluster(ctx))?;
     let holding = match key.read_as(&args.name(2)?) {
         // A read-write lock: its writer may write through the fence.
-        Err(LockError::NotALock) => match key.read_rw()? {
-            Some(state) => fence::rw_holding(&state, key.name(), parsed.owner, node::now_ms())?,
-            None => None,
+        // A semaphore, or any other hash: not a lock.
+        Err(LockError::NotALock) => match key.read_rw() {
+            Ok(Some(state)) => fence::rw_holding(&state, key.name(), parsed.owner, node::now_ms())?,
+            Ok(None) => None,
+            Err(LockError::NotARwLock) => return Err(LockError::NotALock),
+            Err(e) => return Err(e),
         },
         read => read?,
     };

@@ -33,10 +33,20 @@ pub mod rw_release;
 pub mod rw_renew;
 mod rw_table;
 pub mod rw_wait;
+pub mod sem_acquire;
+pub mod sem_apply;
+pub mod sem_forcerelease;
+pub mod sem_info;
+pub mod sem_permits;
+pub mod sem_release;
+pub mod sem_renew;
+mod sem_table;
+pub mod sem_wait;
 pub mod wait;
 
 pub use latch_table::LATCH_COMMANDS;
 pub use rw_table::RW_COMMANDS;
+pub use sem_table::SEM_COMMANDS;
 
 use crate::commands::dispatch::call;
 use crate::host::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};

@@ -65,6 +65,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             Kind::Rw(RwMode::Read) => b"read",
             Kind::Lock => b"lock",
             Kind::Latch => b"latch",
+            Kind::Permits(_) => b"permits",
         });
     }
     Ok(Reply::Sent)

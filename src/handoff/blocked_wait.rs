@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::handoff::{door, expiry, rw_take};
+use crate::handoff::{door, expiry, rw_take, sem_take};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{config, guard, node};
@@ -83,9 +83,13 @@ pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
 
 unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("waiter disconnected", || {
+        let location = queues::location_of(id_of(bc));
         if let Some(waiter) = queues::take(bc, None) {
             blocked::stop_deadline(ctx, waiter.deadline_timer);
             blocked::release_handle(bc)?;
+            if let Some((db, key)) = location {
+                sem_take::wait_left(ctx, (db, &key), waiter.kind);
+            }
         } else if let Some(grant) = queues::take_grant(bc) {
             // Handed the lock, but gone before its reply: nobody will ever know it holds
             // it. Take the hold back once this callback is over.
@@ -133,18 +137,30 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
     node::select_db(ctx, grant.db);
     let name = OwnedString::new(ctx, &grant.key)?;
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    match grant.kind {
-        Kind::Rw(mode) => {
-            let owner = OwnedString::new(ctx, &grant.owner)?;
-            if rw_take::release(ctx, &key, Name::of(&owner), (mode, Some(grant.token)))?.is_some() {
-                counters::REVOKED_GRANTS.bump();
-            }
-            return Ok(());
-        }
+    let owner = OwnedString::new(ctx, &grant.owner)?;
+    let token = Some(grant.token);
+    let revoked = match grant.kind {
+        Kind::Lock => return revoke_lock(ctx, grant, &key),
+        Kind::Rw(mode) => rw_take::release(ctx, &key, Name::of(&owner), (mode, token))?,
         // A latch's release holds nothing: nothing to take back.
-        Kind::Latch => return Ok(()),
-        Kind::Lock => {}
+        Kind::Latch => None,
+        Kind::Permits(n) => {
+            let permits = Some(i64::from(n));
+            sem_take::release(ctx, &key, Name::of(&owner), (permits, token))?
+        }
+    };
+    if revoked.is_some() {
+        counters::REVOKED_GRANTS.bump();
     }
+    Ok(())
+}
+
+/// Gives back the hold of an undelivered grant of a plain lock.
+fn revoke_lock(
+    ctx: *mut raw::RedisModuleCtx,
+    grant: &Grant,
+    key: &LockKey,
+) -> Result<(), LockError> {
     let Ok(Some(holding)) = key.read() else {
         return Ok(());
     };
@@ -157,7 +173,7 @@ fn revoke_grant(ctx: *mut raw::RedisModuleCtx, grant: &Grant) -> Result<(), Lock
             key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
-            let handed = door::end_holding(ctx, &key, Replicate::ForceRelease, false)?;
+            let handed = door::end_holding(ctx, key, Replicate::ForceRelease, false)?;
             expiry::handed(ctx, key.name(), handed);
         }
         ReleaseStep::NotHeld => return Ok(()),

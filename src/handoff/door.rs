@@ -18,7 +18,7 @@ use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Ask, Verdict};
 use crate::host::{config, node};
 use crate::store::publish;
-use crate::store::{LockEntry, LockKey, Name, Over, Replicate, RwEntry};
+use crate::store::{LockEntry, LockKey, Name, Over, Replicate, RwEntry, SemEntry};
 use crate::waits::finish;
 use crate::waits::{blocked, queues, tickets};
 use rlock_core::error::LockError;
@@ -35,7 +35,8 @@ pub struct Claim<'a> {
     pub wait_until: Option<i64>,
     /// Asked inside a client's command (an acquire, a release), not a timer or an event.
     pub in_command: bool,
-    /// A plain lock, or a read or write hold of a read-write lock (added to its holders).
+    /// A plain lock, a read or write hold of a read-write lock, or permits of a semaphore
+    /// (added to its holders).
     pub kind: Kind,
 }
 
@@ -94,6 +95,15 @@ pub fn fresh_holding(
         }
         // A latch grants no holding: its waits are released (`latch_serve.rs`).
         Kind::Latch => return Err(LockError::Internal("a latch holding")),
+        Kind::Permits(permits) => {
+            let entry = SemEntry {
+                owner: claim.owner,
+                permits: i64::from(permits),
+                token,
+                deadline_ms,
+            };
+            key.apply_sem(&entry)?;
+        }
     }
     Ok(Door::Held { token, deadline_ms })
 }
@@ -133,7 +143,8 @@ pub fn hand_off(
             break;
         };
         if first.kind != Kind::Lock {
-            // A read-write lock's waiters: a check serves them (`expiry.rs`), at once.
+            // A read-write lock's or a semaphore's waiters: a check serves them
+            // (`expiry.rs`), at once.
             later = Some(node::now_ms());
             if !undelivered {
                 return Ok(Handed::NotNow(node::now_ms()));

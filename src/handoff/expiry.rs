@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::{latch_serve, rw_serve};
+use crate::handoff::{latch_serve, rw_serve, sem_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -227,6 +227,7 @@ fn serve_or_rearm(
             }
             return Ok(());
         }
+        Some(Kind::Permits(_)) => return serve_sem(ctx, check, &key),
         Some(Kind::Lock) | None => {}
     }
     let lease_end = check.cause.is_lease_end();
@@ -297,6 +298,23 @@ fn serve_rw(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Resu
     let freed = pruned && state.holders.is_empty();
     if let Some(at) = rw_serve::serve(ctx, check.db, key, state, (false, freed))? {
         arm(ctx, check.db, &check.key, at);
+    }
+    Ok(())
+}
+
+/// A semaphore's waiters: lapsed holders out (their permits back), the queue served, the
+/// next check armed at the first lease to end. A key that is not a semaphore keeps them
+/// waiting until it is one, or they time out.
+fn serve_sem(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Result<(), LockError> {
+    let Ok(state) = sem_serve::live_state(ctx, key) else {
+        return Ok(());
+    };
+    let before = counters::HANDOFFS.get();
+    if let Some(at) = sem_serve::serve(ctx, check.db, key, state, false)? {
+        arm(ctx, check.db, &check.key, at);
+    }
+    if check.cause.is_lease_end() && counters::HANDOFFS.get() > before {
+        counters::EXPIRY_HANDOFFS.bump();
     }
     Ok(())
 }

@@ -13,5 +13,7 @@ pub mod heartbeat;
 pub mod latch_serve;
 pub mod rw_serve;
 pub mod rw_take;
+pub mod sem_serve;
+pub mod sem_take;
 pub mod take;
 pub mod ticket_wait;

@@ -78,6 +78,8 @@ pub fn serve(
                 later = Some(node::now_ms());
                 break;
             }
+            // A semaphore's wait waits until the key is one, or times out.
+            Kind::Permits(_) => break,
         };
         match serve_first(ctx, db, key, &mut state, (&first, mode), in_command)? {
             Next::Go => {}

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::handoff::blocked_wait;
+use crate::handoff::{blocked_wait, sem_take};
 use crate::host::{guard, node};
 use crate::store::LockKey;
 use crate::waits::blocked::{self, Deadline};
@@ -89,6 +89,7 @@ pub fn cancel(
     let Some(waiter) = queues::take_entry(client, Some(id)) else {
         return Ok(None);
     };
+    sem_take::wait_left(ctx, (db, key), waiter.kind);
     if tell {
         finish::end(
             ctx,

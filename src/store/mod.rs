@@ -23,9 +23,11 @@ pub mod latch;
 pub mod persist;
 pub mod publish;
 mod rw;
+mod sem;
 mod write;
 
 pub use rw::{entry_of, RwEntry};
+pub use sem::{sem_entry, SemEntry};
 pub use write::{LockEntry, Over, Replicate};
 
 /// How a key is opened.

@@ -107,7 +107,7 @@ impl LockKey {
     }
 
     /// The values of up to four fields (a null name ends the list) in one lookup.
-    fn get4(&self, names: [*mut raw::RedisModuleString; 4]) -> [Option<OwnedString>; 4] {
+    pub(super) fn get4(&self, names: [*mut raw::RedisModuleString; 4]) -> [Option<OwnedString>; 4] {
         let mut out: [*mut raw::RedisModuleString; 4] = [ptr::null_mut(); 4];
         if let Some(hash_get) = unsafe { raw::RedisModule_HashGet } {
             let [o0, o1, o2, o3] = &mut out;

@@ -111,6 +111,11 @@ pub fn take_entries(waits: &[(usize, u64)]) -> Vec<u64> {
     with(|r| r.take_many(waits))
 }
 
+/// The lock a queued entry waits for.
+pub fn location_of(client: usize) -> Option<(Db, Vec<u8>)> {
+    with(|r| r.location(client).map(|(db, key)| (db, key.to_vec())))
+}
+
 /// Whether a queued entry waits for lock `key` of `db`.
 pub fn waits_on(client: usize, db: Db, key: &[u8]) -> bool {
     with(|r| r.location(client) == Some((db, key)))

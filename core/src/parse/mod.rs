@@ -15,4 +15,5 @@ pub mod raise;
 pub mod release;
 pub mod renew;
 pub mod rw;
+pub mod sem;
 pub mod wait;

@@ -1,0 +1,106 @@
+//! The arguments of the `SEM.*` commands: the permits (third argument) and the total are
+//! checked here, the rest by the parser of the `LOCK.*` command of the same shape, so that
+//! options and their errors are the same.
+
+use crate::args::{self, strict_i64};
+use crate::error::LockError;
+
+/// The largest number of permits: 2^31 - 1.
+const MAX: i64 = i32::MAX as i64;
+
+/// The permits asked for or given back: 1 to 2^31 - 1.
+pub fn permits(raw: &[u8]) -> Result<i64, LockError> {
+    strict_i64(raw)
+        .filter(|n| (1..=MAX).contains(n))
+        .ok_or(LockError::BadArg {
+            name: "permits",
+            expected: "an integer from 1 to 2147483647",
+        })
+}
+
+/// A semaphore's total: 0 to 2^31 - 1.
+pub fn total(raw: &[u8]) -> Result<i64, LockError> {
+    strict_i64(raw)
+        .filter(|n| (0..=MAX).contains(n))
+        .ok_or(LockError::BadArg {
+            name: "the total of permits",
+            expected: "an integer from 0 to 2147483647",
+        })
+}
+
+/// `SEM.PERMITS key n`: the total.
+pub fn parse_total(argv: &[&[u8]]) -> Result<i64, LockError> {
+    match argv {
+        [_, _key, n] => total(n),
+        _ => Err(LockError::WrongArity),
+    }
+}
+
+/// Takes the permits out of `argv` (`name key owner PERMITS rest...`): the permits, and
+/// the arguments without them, as the `LOCK.*` parser of the same shape reads them. The
+/// owner is checked first.
+pub fn split_permits<'a>(argv: &[&'a [u8]]) -> Result<(i64, Vec<&'a [u8]>), LockError> {
+    let [name, key, owner, raw, rest @ ..] = argv else {
+        return Err(LockError::WrongArity);
+    };
+    args::owner(owner)?;
+    let n = permits(raw)?;
+    let mut without = Vec::with_capacity(argv.len() - 1);
+    without.extend_from_slice(&[*name, *key, *owner]);
+    without.extend_from_slice(rest);
+    Ok((n, without))
+}
+
+/// `SEM.RELEASE key owner [permits] [TOKEN t]`: the permits given back (`None`: all), and
+/// the arguments without them, as `LOCK.RELEASE`'s parser reads them.
+pub fn split_release<'a>(argv: &[&'a [u8]]) -> Result<(Option<i64>, Vec<&'a [u8]>), LockError> {
+    match argv.len() {
+        4 | 6 => split_permits(argv).map(|(n, rest)| (Some(n), rest)),
+        _ => Ok((None, argv.to_vec())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permits_are_the_third_argument() {
+        let (n, rest) = split_permits(&[b"SEM.ACQUIRE", b"k", b"me", b"3", b"WAIT", b"5"]).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(rest, vec![&b"SEM.ACQUIRE"[..], b"k", b"me", b"WAIT", b"5"]);
+        assert_eq!(
+            split_permits(&[b"X", b"k", b"me"]),
+            Err(LockError::WrongArity)
+        );
+    }
+
+    #[test]
+    fn permits_and_totals_are_bounded() {
+        for bad in [&b"0"[..], b"-1", b"2147483648", b"x", b"01"] {
+            assert!(permits(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(permits(b"2147483647"), Ok(MAX));
+        assert_eq!(total(b"0"), Ok(0));
+        assert!(total(b"-1").is_err());
+        assert_eq!(
+            total(b"x").unwrap_err().to_string(),
+            "ERR the total of permits must be an integer from 0 to 2147483647"
+        );
+        assert_eq!(
+            permits(b"0").unwrap_err().to_string(),
+            "ERR permits must be an integer from 1 to 2147483647"
+        );
+    }
+
+    #[test]
+    fn a_release_names_permits_or_not() {
+        let (n, rest) = split_release(&[b"SEM.RELEASE", b"k", b"me", b"2"]).unwrap();
+        assert_eq!((n, rest.len()), (Some(2), 3));
+        let (n, rest) = split_release(&[b"SEM.RELEASE", b"k", b"me", b"TOKEN", b"4"]).unwrap();
+        assert_eq!((n, rest.len()), (None, 5));
+        let (n, _) = split_release(&[b"SEM.RELEASE", b"k", b"me", b"2", b"TOKEN", b"4"]).unwrap();
+        assert_eq!(n, Some(2));
+        assert!(split_release(&[b"SEM.RELEASE", b"k", b"@me", b"2"]).is_err());
+    }
+}
