@@ -84,15 +84,9 @@ pub const ALL: [(&str, &Counter); 19] = [
     ("rw_read_holdings", &READ_HOLDINGS),
     ("rw_write_holdings", &WRITE_HOLDINGS),
     ("rw_upgrades_refused", &UPGRADES_REFUSED),
-/// Waits on countdown latches released because the count reached zero (or the key went).
-pub static LATCH_RELEASES: Counter = Counter::new();
-/// Fresh holdings of semaphores (acquired or handed on).
-pub static SEM_HOLDINGS: Counter = Counter::new();
-/// Permits of semaphores granted, fresh or added by a holder.
-pub static SEM_PERMITS_GRANTED: Counter = Counter::new();
-
-/// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 19] = [
+    ("latch_releases", &LATCH_RELEASES),
+    ("sem_holdings", &SEM_HOLDINGS),
+    ("sem_permits_granted", &SEM_PERMITS_GRANTED),
 ];
 
 /// A gauge: a count that goes up and down.

@@ -121,7 +121,7 @@ pub fn stop_deadline(ctx: *mut raw::RedisModuleCtx, timer: Option<u64>) {
 pub fn timed_out(kind: Kind) -> Outcome {
     match kind {
         Kind::Latch => Outcome::Granted(0),
-        Kind::Lock | Kind::Rw(_) => Outcome::TimedOut,
+        Kind::Lock | Kind::Rw(_) | Kind::Permits(_) => Outcome::TimedOut,
     }
 }
 
