@@ -66,6 +66,7 @@ required!(
     RedisModule_DeleteKey,
     RedisModule_GetExpire,
     RedisModule_SetAbsExpire,
+    RedisModule_GetAbsExpire,
     RedisModule_ScanCursorCreate,
     RedisModule_ScanCursorDestroy,
     RedisModule_ScanKey,

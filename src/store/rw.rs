@@ -15,7 +15,6 @@ use redis_module::raw;
 use super::{LockKey, Name};
 use crate::host::config;
 use crate::host::ffi::{api, kept, OwnedString};
-use crate::host::node;
 use rlock_core::args::strict_i64;
 use rlock_core::error::LockError;
 use rlock_core::rwglance::Glance;
@@ -225,10 +224,12 @@ impl LockKey {
     }
 
     /// Raises the key's TTL to end no earlier than `deadline_ms`.
+    /// Compared as absolute times, so that a replica or an AOF replay decides as the master
+    /// did, whenever it runs.
     fn raise_ttl(&self, deadline_ms: i64) -> Result<(), LockError> {
-        let ttl = self.ttl_ms()?;
-        let now = node::now_ms();
-        if ttl < 0 || now.saturating_add(ttl) < deadline_ms {
+        let get_abs_expire = api!(RedisModule_GetAbsExpire);
+        let expire_at = unsafe { get_abs_expire(self.key) };
+        if expire_at < 0 || expire_at < deadline_ms {
             let set_abs_expire = api!(RedisModule_SetAbsExpire);
             unsafe { set_abs_expire(self.key, deadline_ms) };
             self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")?;
