@@ -123,7 +123,9 @@ async fn a_node_without_tickets_is_waited_on_with_latch_await() {
     assert_eq!(latch.count_down().await.unwrap(), 0);
     timeout(LIMIT, wait).await.unwrap().unwrap().unwrap();
     assert_eq!(server.calls("latch.wait"), 0, "no ticket was used");
-    assert!(server.calls("latch.await") >= 3);
+    // The wait that timed out and the one released at zero (the dropped one, whose
+    // connection was killed while it blocked, is counted by Redis and not by Valkey).
+    assert!(server.calls("latch.await") >= 2);
 }
 
 #[test]
