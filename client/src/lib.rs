@@ -229,6 +229,7 @@ mod lock;
 mod net;
 mod pure;
 mod rw_lock;
+mod semaphore;
 mod several;
 
 /// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
@@ -249,7 +250,9 @@ pub use pure::holding::LostSignal;
 pub use pure::info::LockInfo;
 pub use pure::options::{LockOptions, DEFAULT_LEASE};
 pub use pure::rw_info::{RwHolder, RwLockInfo, RwMode};
+pub use pure::sem_info::{SemHolder, SemaphoreInfo};
 pub use rw_lock::RwLock;
+pub use semaphore::Semaphore;
 pub use several::multi::{MultiGuard, MultiLock};
 pub use several::redlock::RedLock;
 pub use several::redlock_guard::RedLockGuard;
