@@ -103,3 +103,27 @@ fn info_shows_the_total_and_the_holders() {
         .unwrap();
     assert_eq!(free.status.code(), Some(1), "{free:?}");
 }
+
+#[test]
+fn a_permit_taken_away_stops_the_command() {
+    let server = Server::start();
+    let args = [
+        "run",
+        "--permits",
+        "1",
+        "--check",
+        "200ms",
+        "one",
+        "--",
+        "sleep",
+        "30",
+    ];
+    let run = rlock(&server, &args).spawn().expect("spawn rlock");
+    let held = support::poll(std::time::Duration::from_secs(10), || {
+        number(&server, "one", "available") == 0
+    });
+    assert!(held, "the run never held its permit");
+    let _: i64 = server.cmd(&["SEM.FORCERELEASE", "one"]);
+    let output = run.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(76), "{output:?}");
+}

@@ -221,3 +221,17 @@ impl SemInfo for Server {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_gives_back_every_permit() {
+    let server = Server::start();
+    let client = server.client().await;
+    let sem = client.semaphore("again");
+    sem.set_permits(4).await.unwrap();
+    let first = sem.acquire(2).await.unwrap();
+    let second = sem.acquire(1).await.unwrap();
+    assert_eq!(info_available(&server), 1);
+    client.close().await.unwrap();
+    assert_eq!(info_available(&server), 4, "both guards' permits came back");
+    drop((first, second));
+}
