@@ -39,6 +39,8 @@
 //!   are [`Lock`]s with all of the above: shared read holds, an exclusive write hold, FIFO
 //!   service (a queued writer is not overtaken by later readers), downgrade, and a refused
 //!   upgrade ([`Error::Upgrade`]).
+//! - **Semaphores**: [`Client::semaphore`] gives a [`Semaphore`] (`SEM.*`) of leased
+//!   permits, each acquisition of `n` permits a [`Lock`] with all of the above.
 //! - **Countdown latches**: [`Client::latch`] gives a [`Latch`] (`LATCH.*`, Redisson's
 //!   `RCountDownLatch`) that tasks wait on until others count it down to zero.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
