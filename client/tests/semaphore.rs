@@ -235,3 +235,17 @@ async fn closing_the_client_gives_back_every_permit() {
     assert_eq!(info_available(&server), 4, "both guards' permits came back");
     drop((first, second));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_for_more_than_the_total_or_none_fails_at_once() {
+    let server = Server::start();
+    let client = server.client().await;
+    let sem = client.semaphore("small");
+    sem.set_permits(3).await.unwrap();
+    let err = timeout(LIMIT, sem.acquire(4)).await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("asks for 4 permits"), "{err}");
+    let err = timeout(LIMIT, sem.acquire(0)).await.unwrap().unwrap_err();
+    assert!(err.to_string().contains("permits must be"), "{err}");
+    let info = sem.info().await.unwrap().unwrap();
+    assert!(info.holders.is_empty() && info.waiters == 0, "{info:?}");
+}
