@@ -1,29 +1,36 @@
 //! `rlock info` and `rlock release --force`: looking at a lock and taking it away (with
-//! `--shared`, a read-write lock).
+//! `--shared`, a read-write lock; with `--permits`, a semaphore).
 
 use std::process::ExitCode;
 
-use rlock_client::{Client, LockInfo, RwLockInfo, RwMode};
+use rlock_client::{Client, LockInfo, RwLockInfo, RwMode, SemaphoreInfo};
 
+use crate::check::Family;
 use crate::failure::{At, Failure};
 
-/// `rlock info KEY [--shared]`: 0 when held on some server (and who holds it), 1 when free.
-pub async fn info(clients: &[Client], key: &str, shared: bool) -> Result<ExitCode, Failure> {
+/// `rlock info KEY [--shared|--permits]`: 0 when held on some server (and who holds it), 1
+/// when free (a semaphore: when it does not exist).
+pub async fn info(clients: &[Client], key: &str, family: Family) -> Result<ExitCode, Failure> {
     let mut held = false;
     for client in clients {
         if clients.len() > 1 {
             println!("server: {}", client.server());
         }
-        let shown = match shared {
-            false => client
+        let shown = match family {
+            Family::Lock => client
                 .info(key)
                 .await
                 .map(|i| i.map(|i| print_info(key, &i))),
-            true => client
+            Family::Rw => client
                 .rw_lock(key)
                 .info()
                 .await
                 .map(|i| i.map(|i| print_rw(key, &i))),
+            Family::Sem => client
+                .semaphore(key)
+                .info()
+                .await
+                .map(|i| i.map(|i| print_sem(key, &i))),
         };
         match shown.at(client.server())? {
             Some(()) => held = true,
@@ -41,16 +48,17 @@ pub async fn info(clients: &[Client], key: &str, shared: bool) -> Result<ExitCod
 pub async fn force_release(
     clients: &[Client],
     key: &str,
-    (force, shared): (bool, bool),
+    (force, family): (bool, Family),
 ) -> Result<ExitCode, Failure> {
     if !force {
         eprintln!("rlock: release takes the lock from its holder: add --force");
         return Ok(ExitCode::from(2));
     }
     for client in clients {
-        let removed = match shared {
-            false => client.force_release(key).await,
-            true => client.rw_lock(key).force_release().await,
+        let removed = match family {
+            Family::Lock => client.force_release(key).await,
+            Family::Rw => client.rw_lock(key).force_release().await,
+            Family::Sem => client.semaphore(key).force_release().await,
         };
         let removed = removed.at(client.server())?;
         let state = if removed { "released" } else { "was free" };
@@ -88,6 +96,22 @@ fn print_rw(key: &str, info: &RwLockInfo) {
         println!(
             "holder: {} (reads: {}, writes: {}, ttl: {ttl}, token: {})",
             h.owner, h.reads, h.writes, h.token
+        );
+    }
+    println!("waiters: {}", info.waiters);
+}
+
+fn print_sem(key: &str, info: &SemaphoreInfo) {
+    println!("key: {key}");
+    println!("permits: {}", info.permits);
+    println!("available: {}", info.available);
+    for h in &info.holders {
+        let ttl = h
+            .ttl
+            .map_or("none".to_owned(), |ttl| format!("{}ms", ttl.as_millis()));
+        println!(
+            "holder: {} (permits: {}, ttl: {ttl}, token: {})",
+            h.owner, h.permits, h.token
         );
     }
     println!("waiters: {}", info.waiters);

@@ -1,18 +1,19 @@
 //! While the command runs, `run` asks the servers every `--check` who holds the lock
-//! (`LOCK.INFO`; `RWLOCK.INFO` for a `--shared` read hold), so that a lock taken away (`LOCK.FORCERELEASE`, a `DEL`, another owner
+//! (`LOCK.INFO`; `RWLOCK.INFO` for a `--shared` read hold, `SEM.INFO` for a `--permits`
+//! permit), so that a lock taken away (`LOCK.FORCERELEASE`, a `DEL`, another owner
 //! granted it) stops the command at the first check after it, not at the next renewal
 //! (every third of the lease: 10 s with the default lease).
 //!
 //! Only an answer counts: a server that does not answer, or answers with an error (an ACL
 //! user not allowed `LOCK.INFO`), tells nothing, and the lease's safe deadline
 //! (`supervise.rs`) covers it. A lock on one server is taken once its server shows it free
-//! or held by another holding (another owner, or another token); a read hold, once its
-//! server shows it among the holders no more; a RedLock, once more servers show that than a
+//! or held by another holding (another owner, or another token); a read hold or a permit,
+//! once its server shows it among the holders (with its token) no more; a RedLock, once more servers show that than a
 //! majority can spare.
 
 use std::time::Duration;
 
-use rlock_client::{Client, LockInfo, RwLockInfo};
+use rlock_client::{Client, LockInfo, RwLockInfo, SemaphoreInfo};
 use tokio::task::JoinSet;
 use tokio::time::{interval, MissedTickBehavior};
 
@@ -23,8 +24,18 @@ pub struct Check {
     /// How many servers the lock is on (a RedLock's named ones, reached or not).
     servers: usize,
     every: Duration,
-    /// The lock is a read-write lock (`--shared`).
-    shared: bool,
+    family: Family,
+}
+
+/// What kind of object the key is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// A plain lock (`LOCK.*`).
+    Lock,
+    /// A read-write lock (`--shared`, `RWLOCK.*`).
+    Rw,
+    /// A semaphore (`--permits`, `SEM.*`).
+    Sem,
 }
 
 /// What `run` holds, as the servers show it.
@@ -41,16 +52,13 @@ impl Check {
             clients,
             servers,
             every,
-            shared: false,
+            family: Family::Lock,
         }
     }
 
-    /// The same check of a read hold of a read-write lock.
-    pub fn shared(self) -> Check {
-        Check {
-            shared: true,
-            ..self
-        }
+    /// The same check of a read hold of a read-write lock, or of a semaphore's permits.
+    pub fn of(self, family: Family) -> Check {
+        Check { family, ..self }
     }
 
     /// Resolves on the first check that shows `holding` taken away: what the servers showed.
@@ -71,8 +79,8 @@ impl Check {
     async fn look(&self, holding: &Holding) -> Option<String> {
         let mut asked = JoinSet::new();
         for client in &self.clients {
-            let (client, key, shared) = (client.clone(), holding.key.clone(), self.shared);
-            asked.spawn(async move { Shown::ask(&client, &key, shared).await });
+            let (client, key, family) = (client.clone(), holding.key.clone(), self.family);
+            asked.spawn(async move { Shown::ask(&client, &key, family).await });
         }
         let mut elsewhere = Vec::new();
         while let Some(answer) = asked.join_next().await {
@@ -100,13 +108,15 @@ impl Check {
 enum Shown {
     Lock(Option<LockInfo>),
     Rw(Option<RwLockInfo>),
+    Sem(Option<SemaphoreInfo>),
 }
 
 impl Shown {
-    async fn ask(client: &Client, key: &str, shared: bool) -> Result<Shown, rlock_client::Error> {
-        Ok(match shared {
-            false => Shown::Lock(client.info(key).await?),
-            true => Shown::Rw(client.rw_lock(key).info().await?),
+    async fn ask(client: &Client, key: &str, family: Family) -> Result<Shown, rlock_client::Error> {
+        Ok(match family {
+            Family::Lock => Shown::Lock(client.info(key).await?),
+            Family::Rw => Shown::Rw(client.rw_lock(key).info().await?),
+            Family::Sem => Shown::Sem(client.semaphore(key).info().await?),
         })
     }
 
@@ -121,14 +131,22 @@ impl Shown {
                 .as_ref()
                 .and_then(|info| info.holder(&holding.owner))
                 .is_some_and(|holder| token(holder.token)),
+            Shown::Sem(info) => info
+                .as_ref()
+                .and_then(|info| info.holder(&holding.owner))
+                .is_some_and(|holder| token(holder.token)),
         }
     }
 
     fn text(&self) -> String {
         match self {
-            Shown::Lock(None) | Shown::Rw(None) => "free".to_owned(),
+            Shown::Lock(None) | Shown::Rw(None) | Shown::Sem(None) => "free".to_owned(),
             Shown::Lock(Some(info)) => format!("held by {} (token {})", info.owner, info.token),
             Shown::Rw(Some(info)) => {
+                let holders: Vec<&str> = info.holders.iter().map(|h| h.owner.as_str()).collect();
+                format!("held by {}", holders.join(", "))
+            }
+            Shown::Sem(Some(info)) => {
                 let holders: Vec<&str> = info.holders.iter().map(|h| h.owner.as_str()).collect();
                 format!("held by {}", holders.join(", "))
             }

@@ -1,10 +1,10 @@
 //! `rlock`: a distributed `flock` on Redis with the rlock module.
 //!
 //! ```text
-//! rlock run KEY [--shared] [--wait D] [--lease D [--renew]] [--kill-grace D]
+//! rlock run KEY [--shared | --permits N] [--wait D] [--lease D [--renew]] [--kill-grace D]
 //!           [--kill-leftovers] [--check D] -- CMD ARGS...   run CMD while holding KEY
-//! rlock info KEY [--shared]        show who holds KEY (exit 1: free, 2: error)
-//! rlock release KEY --force [--shared]   remove KEY's lock, whoever holds it
+//! rlock info KEY [--shared | --permits]   show who holds KEY (exit 1: free, 2: error)
+//! rlock release KEY --force [--shared | --permits]   remove KEY's lock, whoever holds it
 //! ```
 //!
 //! The server is `--url`, or `$RLOCK_URL`, or `redis://127.0.0.1:6379/` (for a Redis
@@ -45,6 +45,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rlock_client::{Client, ClientOptions};
 
+use check::Family;
 use duration::parse_positive;
 use failure::{At, Failure};
 use run::RunCmd;
@@ -83,7 +84,8 @@ enum Cmd {
     ///
     /// With --shared, the run takes a read hold of the read-write lock KEY instead: shared
     /// with other --shared runs, excluded by a write hold (a different object from the
-    /// plain lock KEY of a run without --shared).
+    /// plain lock KEY of a run without --shared). With --permits N, it takes one of the N
+    /// permits of the semaphore KEY: at most N such runs at once.
     ///
     /// The command gets RLOCK_KEY, RLOCK_OWNER and RLOCK_TOKEN (the fencing token) in its
     /// environment, and runs in a process group of its own; the lock is released once every
@@ -112,6 +114,10 @@ enum Cmd {
         /// (RWLOCK.INFO).
         #[arg(long)]
         shared: bool,
+        /// KEY is a semaphore (as `run --permits` takes): show its total, the permits
+        /// available and its holders (SEM.INFO); exits 1 when it does not exist.
+        #[arg(long, conflicts_with = "shared")]
+        permits: bool,
     },
     /// Remove a lock whoever holds it (LOCK.FORCERELEASE).
     Release {
@@ -124,6 +130,10 @@ enum Cmd {
         /// (RWLOCK.FORCERELEASE).
         #[arg(long)]
         shared: bool,
+        /// KEY is a semaphore: end every holding of it, whoever holds it; its total stays
+        /// (SEM.FORCERELEASE).
+        #[arg(long, conflicts_with = "shared")]
+        permits: bool,
     },
 }
 
@@ -151,13 +161,32 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .keepalive(cli.timeout);
     match cli.command {
         Cmd::Run(run) => run.run(&cli.url, options).await,
-        Cmd::Info { key, shared } => {
-            admin::info(&open(&cli.url, options).await?, &key, shared).await
-        }
-        Cmd::Release { key, force, shared } => {
+        Cmd::Info {
+            key,
+            shared,
+            permits,
+        } => {
             let clients = open(&cli.url, options).await?;
-            admin::force_release(&clients, &key, (force, shared)).await
+            admin::info(&clients, &key, family(shared, permits)).await
         }
+        Cmd::Release {
+            key,
+            force,
+            shared,
+            permits,
+        } => {
+            let clients = open(&cli.url, options).await?;
+            admin::force_release(&clients, &key, (force, family(shared, permits))).await
+        }
+    }
+}
+
+/// What KEY is, by the flags `--shared` and `--permits` of `info` and `release`.
+fn family(shared: bool, permits: bool) -> Family {
+    match (shared, permits) {
+        (true, _) => Family::Rw,
+        (false, true) => Family::Sem,
+        (false, false) => Family::Lock,
     }
 }
 

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rlock_client::{Client, ClientOptions, Error, LockOptions, RedLock};
+use rlock_client::{Client, ClientOptions, Error, Lock, LockOptions, RedLock};
 
-use crate::check::Check;
+use crate::check::{Check, Family};
 use crate::duration::{parse_duration, parse_positive};
 use crate::failure::{At, Failure};
 use crate::held::Held;
@@ -58,6 +58,13 @@ pub struct RunCmd {
     /// One server only (no RedLock).
     #[arg(long)]
     shared: bool,
+    /// Take one of N permits of the semaphore KEY instead of the exclusive lock: at most N
+    /// runs hold one at once, served in the order they came. A semaphore that does not
+    /// exist yet is created with N permits (SEM.PERMITS); one that exists keeps its total,
+    /// even if it is not N (rlock says so on stderr). One server only (no RedLock).
+    #[arg(long, value_name = "N", conflicts_with = "shared",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    permits: Option<u32>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -66,6 +73,7 @@ pub struct RunCmd {
 /// How `run` holds the lock and runs the command.
 struct RunArgs {
     shared: bool,
+    permits: Option<u32>,
     wait: Option<Duration>,
     options: LockOptions,
     plan: Plan,
@@ -83,12 +91,13 @@ impl RunCmd {
         else {
             return Ok(ExitCode::from(EXIT_USAGE));
         };
-        if self.shared && urls.len() > 1 {
-            eprintln!("rlock: --shared takes a read hold on one server: give one --url");
+        if (self.shared || self.permits.is_some()) && urls.len() > 1 {
+            eprintln!("rlock: --shared and --permits hold on one server: give one --url");
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         let args = RunArgs {
             shared: self.shared,
+            permits: self.permits,
             wait: self.wait,
             options,
             plan,
@@ -113,9 +122,10 @@ async fn run_locked(
     command: &[String],
 ) -> Result<ExitCode, Error> {
     let check = Check::new(vec![client.clone()], 1, args.check);
-    let (lock, check) = match args.shared {
-        true => (client.rw_lock(key).read(), check.shared()),
-        false => (client.lock(key), check),
+    let (lock, check) = match (args.shared, args.permits) {
+        (true, _) => (client.rw_lock(key).read(), check.of(Family::Rw)),
+        (false, Some(total)) => (one_permit(client, key, total).await?, check.of(Family::Sem)),
+        (false, None) => (client.lock(key), check),
     };
     let lock = lock.options(args.options);
     let held = match lock.try_acquire(Duration::ZERO).await? {
@@ -130,6 +140,21 @@ async fn run_locked(
         }
     };
     run_held(key, held, command, args, check).await
+}
+
+/// One permit of the semaphore `key`, created with `total` permits if it does not exist
+/// (two runs that create it at once with different totals: the last one's stays).
+async fn one_permit(client: &Client, key: &str, total: u32) -> Result<Lock, Error> {
+    let semaphore = client.semaphore(key);
+    match semaphore.info().await? {
+        None => drop(semaphore.set_permits(total).await?),
+        Some(info) if info.permits != u64::from(total) => eprintln!(
+            "rlock: '{key}' has {} permits, not {total}: its total stays",
+            info.permits
+        ),
+        Some(_) => {}
+    }
+    Ok(semaphore.permits(1))
 }
 
 /// `run` over several independent servers: a RedLock, granted by a majority of them.
@@ -192,6 +217,15 @@ async fn run_held(
 
 async fn announce_wait(client: &Client, key: &str, args: &RunArgs) {
     let limit = wait_limit_text(args.wait);
+    if args.permits.is_some() {
+        return match client.semaphore(key).info().await {
+            Ok(Some(info)) => eprintln!(
+                "rlock: waiting for a permit of '{key}' ({limit}): {} of {} available, {} queued before us",
+                info.available, info.permits, info.waiters
+            ),
+            _ => eprintln!("rlock: waiting for a permit of '{key}' ({limit})"),
+        };
+    }
     if args.shared {
         let writer = match client.rw_lock(key).info().await {
             Ok(Some(info)) => info.holders.into_iter().find(|h| h.writes > 0),

@@ -116,6 +116,24 @@ async fn latch(client: &Client) -> Result<(), Error> {
     Ok(())
 }
 
+async fn semaphore(client: &Client) -> Result<(), Error> {
+    let pool = client.semaphore("sem:gpus"); // a semaphore: SEM.* on its key
+    pool.set_permits(4).await?; // the total, shared by every client
+    let training = pool.acquire(3).await?; // three of the four, renewed by the watchdog
+    let more = pool.acquire(1).await?; // the same task adds one: the same token
+    let other = client.owner().semaphore("sem:gpus");
+    assert!(other.try_acquire(1, Duration::ZERO).await?.is_none()); // none left
+    assert_eq!(more.release().await?, 3); // gives back its own permit: 3 still held
+    let ran = other
+        .with_permits(1, |held| async move { held.token() })
+        .await?;
+    println!("ran on a permit with token {ran}");
+    training.release().await?; // 0: this task holds nothing now
+    let info = pool.info().await?.expect("it exists"); // SEM.INFO
+    assert_eq!((info.permits, info.available), (4, 4));
+    Ok(())
+}
+
 async fn sentinel() -> Result<(), Error> {
     let client = Client::open("redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster").await?;
     client.close().await
@@ -127,6 +145,7 @@ async fn main() -> Result<(), Error> {
     let client = Client::open("redis://127.0.0.1:6379/").await?;
     read_write(&client).await?;
     latch(&client).await?;
+    semaphore(&client).await?;
     client.close().await?;
     if std::env::args().any(|arg| arg == "--sentinel") {
         sentinel().await?;

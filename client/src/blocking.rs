@@ -40,6 +40,8 @@ use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
 use crate::pure::per_thread::{runtime, Rt, Threads};
 use crate::pure::rw_info::RwLockInfo;
+use crate::pure::sem_info::SemaphoreInfo;
+use crate::semaphore::Semaphore;
 
 /// A blocking client; cheap to clone. Owner ids are per thread: `<client id>:<n>`.
 #[derive(Clone)]
@@ -107,6 +109,12 @@ impl BlockingClient {
             client: self.clone(),
             key: name.into(),
         }
+    }
+
+    /// A semaphore on `name`, its permits owned per thread; see [`Client::semaphore`].
+    pub fn semaphore(&self, name: impl Into<String>) -> BlockingSemaphore {
+        let lock = self.lock_of(Kind::Sem(1), name.into());
+        BlockingSemaphore { lock }
     }
 
     fn lock_of(&self, kind: Kind, key: String) -> BlockingLock {
@@ -186,6 +194,64 @@ impl BlockingRwLock {
     pub fn info(&self) -> Result<Option<RwLockInfo>> {
         let rw = self.client.client.rw_lock(&self.key);
         self.client.rt.block_on(async move { rw.info().await })
+    }
+}
+
+/// A semaphore from [`BlockingClient::semaphore`]; see [`Semaphore`].
+#[derive(Debug, Clone)]
+pub struct BlockingSemaphore {
+    lock: BlockingLock,
+}
+
+impl BlockingSemaphore {
+    /// The semaphore's key.
+    pub fn name(&self) -> &str {
+        &self.lock.key
+    }
+
+    /// Uses `options` for the following acquisitions.
+    pub fn options(mut self, options: LockOptions) -> BlockingSemaphore {
+        self.lock.options = options;
+        self
+    }
+
+    /// The acquisitions of `permits` permits, as a [`BlockingLock`].
+    pub fn permits(&self, permits: u32) -> BlockingLock {
+        let lock = self.lock.clone();
+        BlockingLock {
+            kind: Kind::Sem(permits),
+            ..lock
+        }
+    }
+
+    /// Acquires `permits` permits as the calling thread; see [`Semaphore::acquire`].
+    pub fn acquire(&self, permits: u32) -> Result<BlockingGuard> {
+        self.permits(permits).acquire()
+    }
+
+    /// Tries to acquire `permits` permits, waiting up to `wait`.
+    pub fn try_acquire(&self, permits: u32, wait: Duration) -> Result<Option<BlockingGuard>> {
+        self.permits(permits).try_acquire(wait)
+    }
+
+    fn run<T>(&self, work: impl AsyncFnOnce(Semaphore) -> Result<T>) -> Result<T> {
+        let sem = self.lock.client.client.semaphore(self.lock.key.as_str());
+        self.lock.client.rt.block_on(work(sem))
+    }
+
+    /// Sets the total of permits; see [`Semaphore::set_permits`].
+    pub fn set_permits(&self, total: u32) -> Result<u64> {
+        self.run(async move |sem| sem.set_permits(total).await)
+    }
+
+    /// The semaphore's state (`SEM.INFO`), or `None` if it does not exist.
+    pub fn info(&self) -> Result<Option<SemaphoreInfo>> {
+        self.run(async |sem| sem.info().await)
+    }
+
+    /// Ends every holding; see [`Semaphore::force_release`].
+    pub fn force_release(&self) -> Result<bool> {
+        self.run(async |sem| sem.force_release().await)
     }
 }
 

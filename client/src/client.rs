@@ -14,6 +14,7 @@ use crate::pure::config::ClientOptions;
 use crate::pure::error::Result;
 use crate::pure::info::LockInfo;
 use crate::rw_lock::RwLock;
+use crate::semaphore::Semaphore;
 
 /// A connection to a Redis server (or a Redis Cluster) with the rlock module, and the
 /// factory of its locks.
@@ -167,6 +168,12 @@ impl Client {
         RwLock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
 
+    /// A semaphore on `name` (the Redis key): its permits are owned by the acquiring task,
+    /// as for [`Client::lock`], so a second acquisition in one task adds permits.
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        Semaphore::new(self.core.clone(), self.server.clone(), name.into(), None)
+    }
+
     /// A new owner, `<client id>:<n>`, whatever task uses it: locks taken through it are
     /// reentrant (the same owner acquiring a lock it holds gets another hold on it, and needs
     /// as many releases). Share it (it is `Clone`) to share a holding between tasks, or take a
@@ -277,6 +284,12 @@ impl Owner {
     pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
         let (core, server) = (self.core.clone(), self.server.clone());
         RwLock::new(core, server, name.into(), Some(self.id.clone()))
+    }
+
+    /// Semaphore `name`, its permits acquired as this owner.
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        let (core, server) = (self.core.clone(), self.server.clone());
+        Semaphore::new(core, server, name.into(), Some(self.id.clone()))
     }
 
     /// An owner with the id `id` on `client` (for example one owner per thread).

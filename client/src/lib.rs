@@ -39,6 +39,8 @@
 //!   are [`Lock`]s with all of the above: shared read holds, an exclusive write hold, FIFO
 //!   service (a queued writer is not overtaken by later readers), downgrade, and a refused
 //!   upgrade ([`Error::Upgrade`]).
+//! - **Semaphores**: [`Client::semaphore`] gives a [`Semaphore`] (`SEM.*`) of leased
+//!   permits, each acquisition of `n` permits a [`Lock`] with all of the above.
 //! - **Countdown latches**: [`Client::latch`] gives a [`Latch`] (`LATCH.*`, Redisson's
 //!   `RCountDownLatch`) that tasks wait on until others count it down to zero.
 //! - **Redis Cluster**: each command goes to the node that serves its key, following `MOVED`
@@ -229,6 +231,7 @@ mod lock;
 mod net;
 mod pure;
 mod rw_lock;
+mod semaphore;
 mod several;
 
 /// The [`redis`](https://docs.rs/redis/1.8) crate this client is built on (version 1.8),
@@ -249,7 +252,9 @@ pub use pure::holding::LostSignal;
 pub use pure::info::LockInfo;
 pub use pure::options::{LockOptions, DEFAULT_LEASE};
 pub use pure::rw_info::{RwHolder, RwLockInfo, RwMode};
+pub use pure::sem_info::{SemHolder, SemaphoreInfo};
 pub use rw_lock::RwLock;
+pub use semaphore::Semaphore;
 pub use several::multi::{MultiGuard, MultiLock};
 pub use several::redlock::RedLock;
 pub use several::redlock_guard::RedLockGuard;

@@ -19,8 +19,8 @@ const LAYERS: Layers = &[
         &[
             &["error", "kind"],
             &[
-                "options", "config", "slots", "info", "rw_info", "commands", "holding", "quorum",
-                "pair",
+                "options", "config", "slots", "info", "rw_info", "sem_info", "commands", "holding",
+                "quorum", "pair",
             ],
             &["turns", "per_thread"],
         ],
@@ -52,7 +52,7 @@ const LAYERS: Layers = &[
         "",
         &[
             &["lock"],
-            &["rw_lock", "latch"],
+            &["rw_lock", "latch", "semaphore"],
             &["client"],
             &["blocking_guard", "blocking_latch"],
             &["blocking"],

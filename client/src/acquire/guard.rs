@@ -147,7 +147,8 @@ impl Guard {
 
     /// Releases this one hold. Returns the holds that remain for the owner (0: the lock is
     /// free, or handed to the next waiter; for a read-write lock, those of this guard's mode:
-    /// 0 after the last write hold is a downgrade if read holds remain). Fails with
+    /// 0 after the last write hold is a downgrade if read holds remain; for a semaphore, the
+    /// owner's permits that remain, this guard's given back). Fails with
     /// [`Error::Lost`] if the lock was lost before the release.
     ///
     /// The renewal stops before the `LOCK.RELEASE` is sent: no `LOCK.RENEW` for this hold

@@ -94,10 +94,12 @@ async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize)
         Kind::Read | Kind::Write => &[Kind::Write, Kind::Read],
         // A latch's wait is never a holding.
         Kind::Latch => &[],
+        // One `SEM.RELEASE key owner TOKEN t` gives back all the owner's permits.
+        Kind::Sem(_) => &[Kind::Sem(0)],
     };
     let mut left = holds;
     for &kind in modes {
-        left -= release_mode(&router, &holding, kind, left).await?;
+        left = left.saturating_sub(release_mode(&router, &holding, kind, left).await?);
     }
     tracing::debug!(key = %holding.key, owner = %holding.owner, holds, "released at close");
     Ok(())

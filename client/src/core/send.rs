@@ -1,7 +1,7 @@
 //! The commands a client sends through its `Core`: on the shared connection of the node that
 //! serves a key, on a wait connection of its own or the node's ticket connection, and the
 //! lock's administration (`LOCK.INFO`, `LOCK.FORCERELEASE`, `LOCK.RELEASE`, and their
-//! `RWLOCK.*` twins).
+//! `RWLOCK.*` and `SEM.*` twins).
 
 use std::future::Future;
 
@@ -16,6 +16,7 @@ use crate::pure::error::{timed_out, Error, Result};
 use crate::pure::info::LockInfo;
 use crate::pure::kind::Kind;
 use crate::pure::rw_info::RwLockInfo;
+use crate::pure::sem_info::SemaphoreInfo;
 
 impl Core {
     /// `cmd` on `key`, over the shared connection of the node that serves it.
@@ -131,8 +132,18 @@ impl Core {
         Ok(RwLockInfo::from_reply(reply)?)
     }
 
+    /// `SEM.INFO name`: the semaphore's state, or `None` if it does not exist.
+    pub(crate) async fn sem_info(&self, name: &str) -> Result<Option<SemaphoreInfo>> {
+        let cmd = commands::info(Kind::Sem(0), name);
+        let reply = self.query_again(name, &cmd).await;
+        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        Ok(SemaphoreInfo::from_reply(reply)?)
+    }
+
     /// `owner`'s holding of `key` as the server counts it, whatever the family of `kind`:
-    /// its token and its holds (read and write holds together), or `None`.
+    /// its token and its holds (read and write holds together), or `None`. A semaphore's
+    /// holder counts as one hold, whatever its permits: only a lost fresh holding (no
+    /// guard of the client has its token) is found.
     pub(crate) async fn counted(
         &self,
         kind: Kind,
@@ -141,6 +152,11 @@ impl Core {
     ) -> Result<Option<(u64, u64)>> {
         if kind == Kind::Latch {
             return Ok(None);
+        }
+        if let Kind::Sem(_) = kind {
+            let info = self.sem_info(key).await?;
+            let holder = info.as_ref().and_then(|info| info.holder(owner));
+            return Ok(holder.map(|h| (h.token, 1)));
         }
         if !kind.is_rw() {
             let info = self.info(key).await?;

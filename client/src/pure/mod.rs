@@ -13,5 +13,6 @@ pub(crate) mod pair;
 pub(crate) mod per_thread;
 pub(crate) mod quorum;
 pub(crate) mod rw_info;
+pub(crate) mod sem_info;
 pub(crate) mod slots;
 pub(crate) mod turns;
