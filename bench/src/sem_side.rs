@@ -1,6 +1,7 @@
 //! Scenario 12's two sides (`semaphore.rs`): rlock's `SEM.*` commands, and a Redisson
 //! client's calls of the `RPermitExpirableSemaphore` scripts and its way of waiting.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -27,12 +28,13 @@ pub fn listen(port: u16, key: &str, latch: Arc<Latch>) -> Result<thread::JoinHan
     redisson::listen_with(port, &channel, latch, wake).map_err(|e| e.to_string())
 }
 
-/// A message carries the permits available: it wakes as many sleeping threads, at most.
-pub fn wake(latch: &Latch, payload: &[u8]) {
-    let count = std::str::from_utf8(payload)
+/// A message carries the permits available: it releases as many permits of the process's
+/// semaphore, at most one per thread subscribed (sleeping or not).
+fn wake(latch: &Latch, payload: &[u8]) {
+    let count: Option<u64> = std::str::from_utf8(payload)
         .ok()
         .and_then(|s| s.parse().ok());
-    latch.release_up_to(count.unwrap_or(0));
+    latch.release_many(count.unwrap_or(0).min(SUBSCRIBED.load(Ordering::SeqCst)));
 }
 
 /// The SHA1s of the scripts.
@@ -68,6 +70,10 @@ pub fn now_ms() -> u64 {
     now_ns() / 1_000_000
 }
 
+/// The threads of this process in Redisson's `acquire` past their first try (the ones
+/// subscribed to the semaphore's channel).
+static SUBSCRIBED: AtomicU64 = AtomicU64::new(0);
+
 /// Redisson's `acquire(leaseTime)` of one permit: true when held, false when `latch` was
 /// closed first.
 pub fn redisson_acquire(
@@ -78,20 +84,41 @@ pub fn redisson_acquire(
     permit: &str,
     lease_ms: u64,
 ) -> bool {
-    loop {
-        let now = now_ms();
-        let call = scripts::acquire(&shas.acquire, key, permit, now + lease_ms, now);
-        let sleep = match call.query(con) {
-            Ok(v) if taken(&v) => return true,
-            Ok(Value::BulkString(b)) => nearest(&b).map(|at| at.saturating_sub(now_ms())),
-            Ok(Value::Nil) => None,
-            other => panic!("tryAcquire replied {other:?}"),
+    let mut once = || attempt(con, shas, key, permit, lease_ms);
+    if once().is_ok() {
+        return true;
+    }
+    SUBSCRIBED.fetch_add(1, Ordering::SeqCst);
+    let held = loop {
+        let sleep = match once() {
+            Ok(()) => break true,
+            Err(sleep) => sleep,
         };
         if latch.is_closed() {
-            return false;
+            break false;
         }
-        let sleep = sleep.map_or(Duration::from_secs(3600), Duration::from_millis);
-        latch.try_acquire(sleep);
+        latch.try_acquire(sleep.map_or(Duration::from_secs(3600), Duration::from_millis));
+    };
+    SUBSCRIBED.fetch_sub(1, Ordering::SeqCst);
+    held
+}
+
+/// One `tryAcquire`: `Ok` when taken, else how long to sleep at most, ms (until the
+/// earliest lease end; `None`: until a message).
+fn attempt(
+    con: &mut Connection,
+    shas: &Shas,
+    key: &str,
+    permit: &str,
+    lease_ms: u64,
+) -> Result<(), Option<u64>> {
+    let now = now_ms();
+    let call = scripts::acquire(&shas.acquire, key, permit, now + lease_ms, now);
+    match call.query(con) {
+        Ok(v) if taken(&v) => Ok(()),
+        Ok(Value::BulkString(b)) => Err(nearest(&b).map(|at| at.saturating_sub(now_ms()))),
+        Ok(Value::Nil) => Err(None),
+        other => panic!("tryAcquire replied {other:?}"),
     }
 }
 

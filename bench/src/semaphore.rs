@@ -9,7 +9,7 @@
 //!   acquisition, and its `acquire(leaseTime)` wait: the script, then a sleep on the
 //!   process's semaphore (until the earliest lease end the script returned), which the
 //!   process's one subscription to `redisson_sc:{key}` releases by the count each message
-//!   carries (at most one per sleeping thread), then the script again.
+//!   carries (at most one per thread subscribed), then the script again.
 //!
 //! Then the permit-return trials: a holder takes the one permit of a semaphore with a short
 //! lease and stops; a waiter asks for it. The figures: `sem_table.rs`.
