@@ -1,14 +1,15 @@
 //! Redisson's `RPermitExpirableSemaphore` protocol, written from its behaviour: its
 //! `tryAcquire` and `tryRelease` for one permit, as Lua scripts, and the names they use.
-//! The benchmark (`bench/`, scenario 12) uses this file.
+//! The test `tests/semaphore_redisson.rs` and the benchmark (`bench/`, scenario 12) share
+//! this file.
 //!
 //! The semaphore is a string, the permits available. Each permit taken is a member of the
 //! sorted set `{sem}:timeout` whose score is the Unix ms, on the client's clock, at which
 //! its lease ends ([`NO_LEASE`] for none). Nothing on the server takes an ended lease back:
-//! the next acquire or release script that runs reclaims every member whose score is at or
-//! before the `now` its caller sent (adding them to the count and publishing the count on
-//! `redisson_sc:{sem}`). A release publishes the count after it too; each message wakes up
-//! to that many waiting threads in each client process.
+//! the next acquire script that runs reclaims the members whose score is at or before the
+//! `now` its caller sent (adding them to the count and publishing the count on
+//! `redisson_sc:{sem}`; one per permit asked). A release publishes the count after it too;
+//! each message wakes up to that many waiting threads in each client process.
 
 #![allow(dead_code)]
 
