@@ -1,9 +1,15 @@
 //! A Redisson `RSemaphore` is a string counter (`GET`, `DECRBY`, `INCRBY` in scripts); an
 //! rlock semaphore is a hash, so Redisson's scripts on it fail with `WRONGTYPE` and change
-//! nothing (docs/commands/sem.acquire.md says so).
+//! nothing (docs/commands/sem.acquire.md says so). So do the `RPermitExpirableSemaphore`
+//! scripts that the benchmark runs (`support/redisson_semaphore.rs`), which take an ended
+//! lease's permit back only when one of them runs.
 
 mod support;
 
+#[path = "support/redisson_semaphore.rs"]
+mod expirable;
+
+use redis::Value;
 use support::{error_text, hgetall, int, raw, Server};
 
 /// Redisson's `RSemaphore.tryAcquire(permits)` script.
@@ -39,4 +45,59 @@ fn redisson_semaphore_scripts_get_wrongtype_on_an_rlock_semaphore() {
         error_text(&reply).as_deref(),
         Some("WRONGTYPE key is not a semaphore")
     );
+}
+
+fn load(con: &mut redis::Connection, body: &str) -> String {
+    redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(body)
+        .query(con)
+        .expect("SCRIPT LOAD")
+}
+
+#[test]
+fn expirable_semaphore_scripts_take_an_ended_lease_back_on_the_next_call() {
+    let server = Server::start();
+    let mut con = server.conn();
+    let take = load(&mut con, expirable::TRY_ACQUIRE);
+    let give = load(&mut con, expirable::TRY_RELEASE);
+    raw(&mut con, &["SET", "s", "1"]);
+    let acquire = |con: &mut redis::Connection, id: &str, lease_end: u64, now: u64| -> Value {
+        expirable::acquire(&take, "s", id, lease_end, now)
+            .query(con)
+            .expect("tryAcquire")
+    };
+    let ok = Value::BulkString(b"OK".to_vec());
+    assert_eq!(acquire(&mut con, "a", 5_000, 1_000), ok);
+    // Taken: the reply is the earliest lease end, and nothing changes.
+    let nearest = Value::BulkString(b":5000".to_vec());
+    assert_eq!(acquire(&mut con, "b", 9_000, 4_999), nearest);
+    // The next call at or past the lease end takes the permit back and is given it.
+    assert_eq!(acquire(&mut con, "b", 9_000, 5_000), ok);
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg("{s}:timeout")
+        .arg(0)
+        .arg(-1)
+        .query(&mut con)
+        .expect("ZRANGE");
+    assert_eq!(members, ["b"]);
+    let release = |con: &mut redis::Connection, id: &str, now: u64| -> i64 {
+        expirable::release(&give, "s", id, now)
+            .query(con)
+            .expect("tryRelease")
+    };
+    assert_eq!(
+        release(&mut con, "a", 6_000),
+        0,
+        "a's permit was taken back"
+    );
+    assert_eq!(release(&mut con, "b", 6_000), 1);
+    assert_eq!(int(&mut con, &["INCRBY", "s", "0"]), 1);
+    // On an rlock semaphore they change nothing.
+    int(&mut con, &["SEM.PERMITS", "r", "1"]);
+    let before = hgetall(&mut con, b"r");
+    let reply = expirable::acquire(&take, "r", "c", 5_000, 1_000).query::<Value>(&mut con);
+    let text = reply.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(text.contains("WRONGTYPE"), "{text}");
+    assert_eq!(hgetall(&mut con, b"r"), before);
 }

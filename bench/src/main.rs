@@ -14,9 +14,10 @@
 //! one client process, `handoffs.rs` contended handoffs, `resp3.rs` the tickets' raw RESP3
 //! connection); `mixed.rs` scenario 10 (native and Redisson-style waiters on one key);
 //! `rwlock.rs` scenario 11 (a read-mostly read-write lock against Redisson's
-//! `RReadWriteLock` scripts, `rw_table.rs` its figures); `server.rs` the server and its
-//! statistics;
-//! `report.rs` the table.
+//! `RReadWriteLock` scripts, `rw_table.rs` its figures); `semaphore.rs` scenario 12 (a
+//! contended semaphore against Redisson's `RPermitExpirableSemaphore` scripts, `sem_side.rs`
+//! both sides' calls, `sem_table.rs` its figures); `server.rs` the server and its statistics; `report.rs` the
+//! table.
 
 mod client_waits;
 mod clock;
@@ -36,6 +37,11 @@ mod rw_scripts;
 mod rw_side;
 mod rw_table;
 mod rwlock;
+#[path = "../../tests/support/redisson_semaphore.rs"]
+mod sem_scripts;
+mod sem_side;
+mod sem_table;
+mod semaphore;
 mod server;
 mod side;
 mod suite;
@@ -58,7 +64,8 @@ const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)
        rlock-bench handoffs PORT tickets|block SECONDS       (scenario 9's contended handoffs, against a running server)
        rlock-bench mixed SECONDS                             (scenario 10 alone, on a server started here)
-       rlock-bench rwlock SECONDS                            (scenario 11 alone, on a server started here)";
+       rlock-bench rwlock SECONDS                            (scenario 11 alone, on a server started here)
+       rlock-bench semaphore SECONDS                         (scenario 12 alone, on a server started here)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -72,8 +79,10 @@ fn main() -> ExitCode {
         Some("waits") => waits::process_main(&args[1..]),
         Some("handoffs") => handoffs_alone(&args[1..]),
         Some("mixed") => mixed_alone(&args[1..]),
-        Some("rwlock") => rwlock_alone(&args[1..]),
+        Some("rwlock") => module().and_then(|m| rwlock::alone(&args[1..], &m)),
         Some("rw-worker") => rwlock::worker_main(&args[1..]),
+        Some("semaphore") => module().and_then(|m| semaphore::alone(&args[1..], &m)),
+        Some("sem-worker") => semaphore::worker_main(&args[1..]),
         _ => parse(&args).and_then(|plan| bench(&plan)),
     };
     match result {
@@ -175,20 +184,6 @@ fn mixed_alone(args: &[String]) -> Result<(), String> {
     let run = mixed::run(server.port(), Duration::from_secs_f64(seconds));
     let mut table = String::new();
     mixed::table(&mut table, &run);
-    println!("{table}");
-    Ok(())
-}
-
-/// `rwlock SECONDS`: scenario 11 alone, on a server started here.
-fn rwlock_alone(args: &[String]) -> Result<(), String> {
-    let [seconds] = args else {
-        return Err(USAGE.to_owned());
-    };
-    let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
-    let server = server::BenchServer::start(&module()?)?;
-    let runs = rwlock::run(server.port(), Duration::from_secs_f64(seconds));
-    let mut table = String::new();
-    rw_table::table(&mut table, &runs);
     println!("{table}");
     Ok(())
 }

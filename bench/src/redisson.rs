@@ -68,6 +68,12 @@ impl Latch {
         }
     }
 
+    /// `n` permits at once.
+    pub fn release_many(&self, n: u64) {
+        *self.permits.lock().unwrap_or_else(|p| p.into_inner()) += n;
+        self.freed.notify_all();
+    }
+
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         let _guard = self.permits.lock().unwrap_or_else(|p| p.into_inner());
@@ -83,6 +89,21 @@ impl Latch {
 /// of `latch` per `0` message and one per waiting thread per `1` message, until the latch
 /// is closed.
 pub fn listen(port: u16, channel: &str, latch: Arc<Latch>) -> redis::RedisResult<JoinHandle<()>> {
+    listen_with(port, channel, latch, |latch, payload| match payload {
+        b"0" => latch.release(),
+        b"1" => latch.release_all(),
+        _ => {}
+    })
+}
+
+/// The process's pub/sub connection: subscribes to `channel` and hands each message's
+/// payload to `wake` with `latch`, until the latch is closed.
+pub fn listen_with(
+    port: u16,
+    channel: &str,
+    latch: Arc<Latch>,
+    wake: fn(&Latch, &[u8]),
+) -> redis::RedisResult<JoinHandle<()>> {
     let mut con = crate::server::connect(port)?;
     con.set_read_timeout(Some(Duration::from_millis(50)))?;
     let channel = channel.to_owned();
@@ -93,9 +114,7 @@ pub fn listen(port: u16, channel: &str, latch: Arc<Latch>) -> redis::RedisResult
         let _ = ready_tx.send(subscribed.is_ok());
         while !latch.is_closed() {
             match pubsub.get_message() {
-                Ok(msg) if msg.get_payload_bytes() == b"0" => latch.release(),
-                Ok(msg) if msg.get_payload_bytes() == b"1" => latch.release_all(),
-                Ok(_) => {}
+                Ok(msg) => wake(&latch, msg.get_payload_bytes()),
                 Err(e) if e.is_timeout() => {}
                 Err(_) => return,
             }

@@ -43,6 +43,7 @@ pub fn render(r: &Results) -> String {
     crate::waiting_table::table(&mut out, &r.waiting, &others);
     crate::mixed::table(&mut out, &r.mixed);
     crate::rw_table::table(&mut out, &r.rw);
+    crate::sem_table::table(&mut out, &r.sem);
     out
 }
 

@@ -35,6 +35,22 @@ pub fn run(port: u16, duration: Duration) -> [RwRun; 2] {
     [redisson, rlock]
 }
 
+/// `rwlock SECONDS`: scenario 11 alone, on a server started here.
+pub fn alone(args: &[String], module: &std::path::Path) -> Result<(), String> {
+    let [seconds] = args else {
+        return Err("usage: rlock-bench rwlock SECONDS".to_owned());
+    };
+    let seconds: f64 = seconds
+        .parse()
+        .map_err(|_| format!("bad seconds {seconds:?}"))?;
+    let server = crate::server::BenchServer::start(module)?;
+    let runs = run(server.port(), Duration::from_secs_f64(seconds));
+    let mut table = String::new();
+    crate::rw_table::table(&mut table, &runs);
+    println!("{table}");
+    Ok(())
+}
+
 /// One side's run: the contenders spread over [`PROCESSES`] child processes.
 fn across(port: u16, side: RwSide, duration: Duration) -> RwRun {
     let start = now_ns() + 1_500_000_000;

@@ -9,6 +9,8 @@ use crate::mixed::{self, Mixed};
 use crate::redlock;
 use crate::rw_table::RwRun;
 use crate::rwlock;
+use crate::sem_table::SemRun;
+use crate::semaphore;
 use crate::server::{info, BenchServer};
 use crate::side::{Scripts, Side};
 use crate::uncontended;
@@ -26,6 +28,8 @@ pub struct Plan {
     pub memory_waiters: usize,
     /// Scenario 9: waits held by one client process.
     pub waits: usize,
+    /// Scenario 12: permit-return trials per side.
+    pub sem_trials: usize,
 }
 
 impl Plan {
@@ -37,6 +41,7 @@ impl Plan {
             watchdog_rounds: 20,
             memory_waiters: 1000,
             waits: 10_000,
+            sem_trials: 10,
         }
     }
 
@@ -48,6 +53,7 @@ impl Plan {
             watchdog_rounds: 5,
             memory_waiters: 100,
             waits: 2000,
+            sem_trials: 3,
         }
     }
 }
@@ -78,6 +84,8 @@ pub struct Results {
     pub mixed: Mixed,
     /// Scenario 11: a read-mostly read-write lock, [Redisson-style, rlock].
     pub rw: [RwRun; 2],
+    /// Scenario 12: a contended semaphore, [Redisson-style, rlock].
+    pub sem: [SemRun; 2],
 }
 
 const SIDES: [Side; 2] = [Side::Lua, Side::Rlock];
@@ -141,6 +149,8 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let mixed = mixed::run(port, plan.duration);
     eprintln!("scenario 11: a read-mostly read-write lock");
     let rw = rwlock::run(port, plan.duration);
+    eprintln!("scenario 12: a contended semaphore");
+    let sem = semaphore::run(port, plan.duration, plan.sem_trials);
     Results {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         redis_version: info(&mut con, &["server"])
@@ -159,6 +169,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         waiting,
         mixed,
         rw,
+        sem,
     }
 }
 
