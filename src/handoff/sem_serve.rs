@@ -99,8 +99,9 @@ fn serve_first(
             permits: all,
             token,
         } => {
-            if gate::renewals(node::now_ms()).is_err() {
-                return Ok(Some(None));
+            let now = node::now_ms();
+            if gate::reentries(now).is_err() {
+                return Ok(Some(gate::fenced_until(now)));
             }
             let before = state.holder(&first.owner).cloned();
             let deadline_ms = node::now_ms().saturating_add(first.lease_ms);

@@ -85,7 +85,7 @@ fn decide(
             permits: all,
             token,
         } => {
-            gate::renewals(node::now_ms())?;
+            gate::reentries(node::now_ms())?;
             let holder = SemHolder {
                 owner: owner.bytes.to_vec(),
                 permits: all,
