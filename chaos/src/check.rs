@@ -32,6 +32,13 @@ pub struct Counts {
     pub rw_overlaps: usize,
     /// Replies of `RWLOCK.*` and `LOCK.FENCED` that their interface rules out.
     pub rw_wrong_replies: usize,
+    /// Acquisitions of the semaphore workers (also in `acquisitions`).
+    pub sem_acquisitions: usize,
+    /// Moments a semaphore's believed holdings exceeded its permits (also in `overlaps`).
+    pub sem_overlaps: usize,
+    /// Latch waits answered (1 or 0), and those that broke the latch rule (`check_sem.rs`).
+    pub latch_waits: usize,
+    pub latch_early: usize,
 }
 
 impl Counts {
@@ -48,6 +55,7 @@ impl Counts {
             + self.leaked_holds
             + self.stalls
             + self.rw_wrong_replies
+            + self.latch_early
     }
 }
 
@@ -62,7 +70,7 @@ pub fn judge(events: &[Event]) -> Counts {
         })
         .collect();
     let by_key = group_by_key(&sections);
-    Counts {
+    let mut counts = Counts {
         acquisitions: count(events, |e| matches!(e, Event::Acquire { ok: true, .. })),
         faults: count(events, |e| matches!(e, Event::Fault { .. })),
         overlaps: by_key.values().map(|s| overlaps(s)).sum(),
@@ -88,7 +96,10 @@ pub fn judge(events: &[Event]) -> Counts {
             .map(|s| overlaps(s))
             .sum(),
         rw_wrong_replies: count(events, |e| matches!(e, Event::Wrong { .. })),
-    }
+        ..Counts::default()
+    };
+    crate::check_sem::fold(&mut counts, events);
+    counts
 }
 
 fn count(events: &[Event], what: impl Fn(&Event) -> bool) -> usize {

@@ -5,6 +5,7 @@
 //! [--faults kill,stop,...|all|none] [--workers client,owner,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
 
 mod check;
+mod check_sem;
 mod check_watch;
 mod cluster;
 mod crew;
@@ -12,6 +13,7 @@ mod deploy;
 mod faults;
 mod faults_conn;
 mod history;
+mod history_sem;
 mod machine;
 mod process;
 mod proxy;
