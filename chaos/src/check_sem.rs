@@ -179,3 +179,7 @@ fn early(events: &[Event]) -> Vec<String> {
     }
     found
 }
+
+#[cfg(test)]
+#[path = "check_sem_tests.rs"]
+mod tests;
