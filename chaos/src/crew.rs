@@ -130,8 +130,9 @@ pub fn start(
     }
     for i in 0..if has("latch") { 2 } else { 0 } {
         let (c, t) = (ctx.clone(), rw_target(deployment, ctx));
+        let tickets = deployment.topology != Topology::Cluster;
         threads.push(std::thread::spawn(move || {
-            latch::run(c, t, format!("latch{i}"))
+            latch::run(c, t, format!("latch{i}"), tickets)
         }));
     }
     let children = if has("child") {

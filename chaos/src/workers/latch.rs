@@ -1,9 +1,11 @@
 //! Latch workers: each round a coordinator sets a count of 3 on a fresh key
 //! (`LATCH.SET`), then 3 counters each send one `LATCH.COUNTDOWN` after a random pause,
 //! while 2 waiters wait with `LATCH.AWAIT ... WAIT` (raw commands, following a cluster's
-//! redirections). The count-downs' sends and the waits' replies are recorded
-//! ([`Latch`]); the checker judges them. The unsafe switch counts a wait that timed out
-//! as released.
+//! redirections) or, 3 times in 10 outside a cluster, with a `LATCH.WAIT` ticket followed
+//! (and now and then cancelled) as the ticket workers do. The count-downs' sends and the
+//! waits' ends are recorded ([`Latch`]; a ticket only when it opened: its 0 may be a
+//! cancel); the checker judges them. The unsafe switch counts an `AWAIT` that timed out as
+//! released.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +14,7 @@ use redis::Value;
 
 use super::raw::Target;
 use super::rw_conn::Node;
+use super::ticket::{ask, End, Receiver};
 use super::Ctx;
 use crate::history::{now_us, Event, Wait};
 use crate::history_sem::Latch;
@@ -22,7 +25,7 @@ const WAITERS: usize = 2;
 const REPLY: Duration = Duration::from_secs(10);
 
 /// One coordinator thread (and its rounds' threads) until the run stops.
-pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
+pub fn run(ctx: Arc<Ctx>, target: Target, name: String, tickets: bool) {
     let mut n = 0u64;
     while !ctx.stopped() {
         n += 1;
@@ -38,7 +41,11 @@ pub fn run(ctx: Arc<Ctx>, target: Target, name: String) {
             for i in 0..WAITERS {
                 let worker = format!("{name}w{i}");
                 let (ctx, target, key) = (&ctx, &target, &key);
-                s.spawn(move || wait(ctx, target, key, &worker));
+                if tickets && ctx.rng.chance(30) {
+                    s.spawn(move || ticket(ctx, target, key, &worker));
+                } else {
+                    s.spawn(move || wait(ctx, target, key, &worker));
+                }
             }
         });
     }
@@ -95,6 +102,32 @@ fn wait(ctx: &Ctx, target: &Target, key: &str, worker: &str) {
         Some(Ok(Value::Int(0))) => ctx.ignore_loss,
         _ => return,
     };
+    record(ctx, (key, worker), (sent_us, got_us), wait_ms, released);
+}
+
+/// `LATCH.WAIT key WAIT ms` on a receiver of its own: recorded when it opened (at once,
+/// or pushed 1).
+fn ticket(ctx: &Ctx, target: &Target, key: &str, worker: &str) {
+    let Some(mut r) = target().and_then(Receiver::open) else {
+        return;
+    };
+    let wait = ctx.rng.millis(200, 3000);
+    let wait_ms = wait.as_millis() as u64;
+    let command = ["LATCH.WAIT", key, "WAIT", &wait_ms.to_string()];
+    let sent_us = now_us();
+    if let End::Granted(1) = ask(ctx, &mut r, &command, wait, worker) {
+        record(ctx, (key, worker), (sent_us, now_us()), wait_ms, true);
+    }
+}
+
+/// A wait's end: sent at `sent_us`, its reply (and the `PING` after it) back at `got_us`.
+fn record(
+    ctx: &Ctx,
+    (key, worker): (&str, &str),
+    (sent_us, got_us): (u64, u64),
+    wait_ms: u64,
+    released: bool,
+) {
     ctx.history.push(Event::Latch(Latch::Wait {
         worker: worker.to_owned(),
         key: key.to_owned(),
