@@ -70,6 +70,10 @@ pub fn run(s: &Settings) -> Counts {
             crate::workers::rw_tally::take_tally()
         );
     }
+    if s.workers.iter().any(|w| w == "sem" || w == "latch") {
+        let steps = crate::workers::sem_tally::take_tally();
+        eprintln!("semaphore and latch steps: {steps}");
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
     counts
 }

@@ -14,6 +14,7 @@ use redis::Value;
 
 use super::raw::Target;
 use super::rw_conn::Node;
+use super::sem_tally::{tally, OPENED, TICKET_OPENED, TIMED_OUT};
 use super::ticket::{ask, End, Receiver};
 use super::Ctx;
 use crate::history::{now_us, Event, Wait};
@@ -97,9 +98,15 @@ fn wait(ctx: &Ctx, target: &Target, key: &str, worker: &str) {
     let got_us = now_us();
     ctx.history.push(Event::Wait(event));
     let released = match reply {
-        Some(Ok(Value::Int(1))) => true,
-        // The unsafe switch: a timeout counted as a release.
-        Some(Ok(Value::Int(0))) => ctx.ignore_loss,
+        Some(Ok(Value::Int(1))) => {
+            tally(OPENED);
+            true
+        }
+        Some(Ok(Value::Int(0))) => {
+            tally(TIMED_OUT);
+            // The unsafe switch: a timeout counted as a release.
+            ctx.ignore_loss
+        }
         _ => return,
     };
     record(ctx, (key, worker), (sent_us, got_us), wait_ms, released);
@@ -116,6 +123,7 @@ fn ticket(ctx: &Ctx, target: &Target, key: &str, worker: &str) {
     let command = ["LATCH.WAIT", key, "WAIT", &wait_ms.to_string()];
     let sent_us = now_us();
     if let End::Granted(1) = ask(ctx, &mut r, &command, wait, worker) {
+        tally(TICKET_OPENED);
         record(ctx, (key, worker), (sent_us, now_us()), wait_ms, true);
     }
 }

@@ -14,6 +14,7 @@ mod rw_conn;
 mod rw_steps;
 pub mod rw_tally;
 pub mod sem;
+pub mod sem_tally;
 pub mod several;
 pub mod ticket;
 

@@ -14,6 +14,7 @@ use redis::Value;
 
 use super::raw::Target;
 use super::rw_conn::{lease_ms, Node};
+use super::sem_tally::{tally, ADDED, DIED, PARTIAL, RENEWAL};
 use super::{Ctx, LEASE};
 use crate::check_sem::SEM_TOTAL;
 use crate::history::{now_us, Event, Wait};
@@ -133,11 +134,13 @@ impl Sem<'_> {
         }
         self.work(h);
         if h.span.permits > 1 && rng.chance(30) {
+            tally(PARTIAL);
             self.release(h, Some(1));
             self.work(h);
         }
         if rng.chance(10) {
             // Dies silently: believes nothing from now on; its lease runs out.
+            tally(DIED);
             return self.end_span(h, now_us());
         }
         self.release(h, None);
@@ -179,6 +182,7 @@ impl Sem<'_> {
             self.wrong(&h.span.key, what);
         }
         if token == h.span.token {
+            tally(ADDED);
             let permits = h.span.permits + 1;
             self.next_span(h, got_us, permits);
         } else {
@@ -223,6 +227,7 @@ impl Sem<'_> {
         cmd.arg("TOKEN").arg(h.span.token);
         let sent_us = now_us();
         if let Ok(Value::Int(1)) = self.call(&cmd) {
+            tally(RENEWAL);
             h.deadline_us = lease_end(sent_us);
         }
     }
