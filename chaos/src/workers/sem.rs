@@ -99,6 +99,12 @@ impl Sem<'_> {
             Some(Err(e)) if e.to_string().contains("the semaphore has 0") => {
                 return self.set_total(&key);
             }
+            // A demoted master: ask for the master again (a fresh connection).
+            Some(Err(e)) if e.code() == Some("READONLY") => {
+                ctx.history.acquired(name, false);
+                self.node.dead = true;
+                return;
+            }
             _ => {
                 ctx.history.acquired(name, false);
                 return std::thread::sleep(Duration::from_millis(50));
