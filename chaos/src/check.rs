@@ -98,7 +98,12 @@ pub fn judge(events: &[Event]) -> Counts {
         rw_wrong_replies: count(events, |e| matches!(e, Event::Wrong { .. })),
         ..Counts::default()
     };
-    crate::check_sem::fold(&mut counts, events);
+    let sem = crate::check_sem::counts(events);
+    counts.overlaps += sem.overlaps;
+    counts.repeated_tokens += sem.repeated_tokens;
+    counts.backwards_tokens += sem.backwards_tokens;
+    (counts.sem_acquisitions, counts.sem_overlaps) = (sem.acquisitions, sem.overlaps);
+    (counts.latch_waits, counts.latch_early) = (sem.latch_waits, sem.latch_early);
     counts
 }
 

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::check::Counts;
 use crate::history::Event;
 use crate::history_sem::{Latch, SemSpan};
 
@@ -16,19 +15,29 @@ pub const SEM_TOTAL: u64 = 3;
 /// A wait answered 0 may end this much before its `WAIT` (the server counts milliseconds).
 const TIMER_SLACK_US: u64 = 1000;
 
-/// Adds the semaphores' and latches' counts to `c`.
-pub fn fold(c: &mut Counts, events: &[Event]) {
+/// The semaphores' and latches' counts (the checker adds them to its own).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SemCounts {
+    pub acquisitions: usize,
+    pub overlaps: usize,
+    pub repeated_tokens: usize,
+    pub backwards_tokens: usize,
+    pub latch_waits: usize,
+    pub latch_early: usize,
+}
+
+/// Judges the semaphore spans and latch events of `events`.
+pub fn counts(events: &[Event]) -> SemCounts {
     let spans = spans_by_key(events);
-    c.sem_acquisitions = events
-        .iter()
-        .filter(|e| matches!(e, Event::Acquire { ok: true, worker, .. } if worker.starts_with(SEM_WORKERS)))
-        .count();
-    c.sem_overlaps = spans.values().map(|s| over_total(s).len()).sum();
-    c.overlaps += c.sem_overlaps;
-    c.repeated_tokens += spans.values().map(|s| repeated(s)).sum::<usize>();
-    c.backwards_tokens += spans.values().map(|s| backwards(s).len()).sum::<usize>();
-    c.latch_waits = latch_waits(events).count();
-    c.latch_early = early(events).len();
+    let by_sem = |e: &&Event| matches!(e, Event::Acquire { ok: true, worker, .. } if worker.starts_with(SEM_WORKERS));
+    SemCounts {
+        acquisitions: events.iter().filter(by_sem).count(),
+        overlaps: spans.values().map(|s| over_total(s).len()).sum(),
+        repeated_tokens: spans.values().map(|s| repeated(s)).sum(),
+        backwards_tokens: spans.values().map(|s| backwards(s).len()).sum(),
+        latch_waits: latch_waits(events).count(),
+        latch_early: early(events).len(),
+    }
 }
 
 /// The names of the semaphore workers begin so (their acquisitions are `sem_acquisitions`).
