@@ -5,6 +5,7 @@
 //! [--faults kill,stop,...|all|none] [--workers client,owner,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
 
 mod check;
+mod check_gaps;
 mod check_sem;
 mod check_watch;
 mod cluster;
