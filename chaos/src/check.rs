@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use crate::check_gaps::{unavailability, worst_fault};
 use crate::history::{Event, Mode, Section, Wait};
 
 /// The names of the read-write workers begin so (their acquisitions are `rw_acquisitions`).
@@ -32,6 +33,13 @@ pub struct Counts {
     pub rw_overlaps: usize,
     /// Replies of `RWLOCK.*` and `LOCK.FENCED` that their interface rules out.
     pub rw_wrong_replies: usize,
+    /// Acquisitions of the semaphore workers (also in `acquisitions`).
+    pub sem_acquisitions: usize,
+    /// Moments a semaphore's believed holdings exceeded its permits (also in `overlaps`).
+    pub sem_overlaps: usize,
+    /// Latch waits answered (1 or 0), and those that broke the latch rule (`check_sem.rs`).
+    pub latch_waits: usize,
+    pub latch_early: usize,
 }
 
 impl Counts {
@@ -48,6 +56,7 @@ impl Counts {
             + self.leaked_holds
             + self.stalls
             + self.rw_wrong_replies
+            + self.latch_early
     }
 }
 
@@ -62,7 +71,7 @@ pub fn judge(events: &[Event]) -> Counts {
         })
         .collect();
     let by_key = group_by_key(&sections);
-    Counts {
+    let mut counts = Counts {
         acquisitions: count(events, |e| matches!(e, Event::Acquire { ok: true, .. })),
         faults: count(events, |e| matches!(e, Event::Fault { .. })),
         overlaps: by_key.values().map(|s| overlaps(s)).sum(),
@@ -88,7 +97,15 @@ pub fn judge(events: &[Event]) -> Counts {
             .map(|s| overlaps(s))
             .sum(),
         rw_wrong_replies: count(events, |e| matches!(e, Event::Wrong { .. })),
-    }
+        ..Counts::default()
+    };
+    let sem = crate::check_sem::counts(events);
+    counts.overlaps += sem.overlaps;
+    counts.repeated_tokens += sem.repeated_tokens;
+    counts.backwards_tokens += sem.backwards_tokens;
+    (counts.sem_acquisitions, counts.sem_overlaps) = (sem.acquisitions, sem.overlaps);
+    (counts.latch_waits, counts.latch_early) = (sem.latch_waits, sem.latch_early);
+    counts
 }
 
 fn count(events: &[Event], what: impl Fn(&Event) -> bool) -> usize {
@@ -255,44 +272,6 @@ fn backwards_pairs<'a>(sections: &[&'a Section]) -> Vec<(&'a Section, &'a Sectio
         }
     }
     found
-}
-
-/// Per fault, the time from its start to the first successful acquisition after it (to
-/// `end_us` when none came): (p50, max) in milliseconds.
-pub fn unavailability(events: &[Event], end_us: u64) -> (u64, u64) {
-    let mut gaps: Vec<u64> = gaps(events, end_us).into_iter().map(|(_, ms)| ms).collect();
-    gaps.sort_unstable();
-    let p50 = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
-    (p50, gaps.last().copied().unwrap_or(0))
-}
-
-/// The fault after which acquisitions stopped longest, and for how many milliseconds.
-pub fn worst_fault(events: &[Event], end_us: u64) -> Option<(String, u64)> {
-    gaps(events, end_us).into_iter().max_by_key(|&(_, ms)| ms)
-}
-
-/// Each fault's description and its gap in milliseconds.
-fn gaps(events: &[Event], end_us: u64) -> Vec<(String, u64)> {
-    let mut grants: Vec<u64> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Acquire { t_us, ok: true, .. } => Some(*t_us),
-            _ => None,
-        })
-        .collect();
-    grants.sort_unstable();
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Fault { t_us, what } => Some((what.clone(), *t_us)),
-            _ => None,
-        })
-        .map(|(what, f)| {
-            let i = grants.partition_point(|&g| g < f);
-            let next = grants.get(i).copied().unwrap_or(u64::MAX);
-            (what, (next.min(end_us.max(f)) - f) / 1000)
-        })
-        .collect()
 }
 
 #[cfg(test)]

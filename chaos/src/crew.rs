@@ -14,15 +14,16 @@ use crate::history::History;
 use crate::topology::{Deployment, Topology, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::raw::Target;
-use crate::workers::{client, raw, redisson, rw, several, ticket, Ctx};
+use crate::workers::{client, latch, raw, redisson, rw, sem, several, ticket, Ctx};
 
 /// Every kind of worker (the `--workers` list takes these).
 pub const KINDS: &[&str] = &[
-    "client", "owner", "child", "raw", "ticket", "redisson", "redlock", "multi", "rw",
+    "client", "owner", "child", "raw", "ticket", "redisson", "redlock", "multi", "rw", "sem",
+    "latch",
 ];
 
 /// The kinds `all` means: RedLock and MultiLock need several servers, and read-write locks
-/// have no RedLock (their workers lock one server); raw and ticket
+/// semaphores and latches have no RedLock (their workers use one server); raw and ticket
 /// clients do not follow a cluster's redirections; scripts do not wait
 /// out the failover delay, so Redisson-style workers share keys with the others only where
 /// no replica is promoted (and in the unsafe switch).
@@ -33,7 +34,7 @@ pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
             topology == Topology::Single || (unsafe_mode && topology == Topology::Sentinel)
         }
         "raw" | "ticket" => topology != Topology::Cluster,
-        "rw" => topology != Topology::Redlock,
+        "rw" | "sem" | "latch" => topology != Topology::Redlock,
         _ => true,
     };
     KINDS.iter().filter(fits).map(|k| k.to_string()).collect()
@@ -121,6 +122,18 @@ pub fn start(
             let tickets = deployment.topology != Topology::Cluster;
             threads.push(std::thread::spawn(move || rw::run(c, t, name, tickets)));
         }
+    }
+    for i in 0..if has("sem") { 4 } else { 0 } {
+        let (c, t) = (ctx.clone(), rw_target(deployment, ctx));
+        let name = format!("{}{i}", crate::check_sem::SEM_WORKERS);
+        threads.push(std::thread::spawn(move || sem::run(c, t, name)));
+    }
+    for i in 0..if has("latch") { 2 } else { 0 } {
+        let (c, t) = (ctx.clone(), rw_target(deployment, ctx));
+        let tickets = deployment.topology != Topology::Cluster;
+        threads.push(std::thread::spawn(move || {
+            latch::run(c, t, format!("latch{i}"), tickets)
+        }));
     }
     let children = if has("child") {
         spawn_children(ctx, &urls[0], seed)

@@ -116,6 +116,8 @@ pub enum Event {
         got_us: u64,
         starved_us: u64,
     },
+    Sem(crate::history_sem::SemSpan),
+    Latch(crate::history_sem::Latch),
 }
 
 /// The shared history. In a child-process worker it prints each event as a line instead,

@@ -5,6 +5,8 @@
 //! [--faults kill,stop,...|all|none] [--workers client,owner,...|all] [--unsafe]`; `rlock-chaos worker ...` is a child worker.
 
 mod check;
+mod check_gaps;
+mod check_sem;
 mod check_watch;
 mod cluster;
 mod crew;
@@ -12,6 +14,7 @@ mod deploy;
 mod faults;
 mod faults_conn;
 mod history;
+mod history_sem;
 mod machine;
 mod process;
 mod proxy;

@@ -70,6 +70,10 @@ pub fn run(s: &Settings) -> Counts {
             crate::workers::rw_tally::take_tally()
         );
     }
+    if s.workers.iter().any(|w| w == "sem" || w == "latch") {
+        let steps = crate::workers::sem_tally::take_tally();
+        eprintln!("semaphore and latch steps: {steps}");
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
     counts
 }
@@ -94,10 +98,12 @@ fn judge_run(
     ended_us: u64,
 ) -> Counts {
     let watch = crate::check_watch::describe(events);
+    let sem = crate::check_sem::describe(events);
     for line in crate::check::describe(events)
         .iter()
         .take(30)
         .chain(watch.iter().take(30))
+        .chain(sem.iter().take(30))
     {
         eprintln!("{line}");
     }
@@ -163,9 +169,11 @@ pub fn safety_line(s: &Settings, c: &Counts) -> String {
     format!(
         "SAFETY topology={} seed={} secs={} acquisitions={} faults={} overlaps={} stale_accepted={} \
          repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={} \
-         leaked_holds={} stalls={} rw_acquisitions={} rw_overlaps={} rw_wrong_replies={}",
+         leaked_holds={} stalls={} rw_acquisitions={} rw_overlaps={} rw_wrong_replies={} \
+         sem_acquisitions={} sem_overlaps={} latch_waits={} latch_early={}",
         s.topology.name(), s.seed, s.secs, c.acquisitions, c.faults, c.overlaps, c.stale_accepted,
         c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes,
-        c.leaked_holds, c.stalls, c.rw_acquisitions, c.rw_overlaps, c.rw_wrong_replies
+        c.leaked_holds, c.stalls, c.rw_acquisitions, c.rw_overlaps, c.rw_wrong_replies,
+        c.sem_acquisitions, c.sem_overlaps, c.latch_waits, c.latch_early
     )
 }

@@ -3,7 +3,9 @@
 //! them, and exit with status 1; with workers that forget holdings and a `DEBUG SLEEP` the
 //! checker is not told of, it must count leaked holds and stalls; with read-write workers
 //! alone, which then hold past their lease and forget holdings, it must count overlaps of
-//! read-write locks and leaked holds.
+//! read-write locks and leaked holds; with semaphore and latch workers alone, which then
+//! believe past their lease and count a timeout as a release, it must count a semaphore
+//! over its permits and a latch released early.
 
 use std::process::Command;
 
@@ -54,6 +56,32 @@ fn unsafe_switch_makes_read_write_workers_overlap_and_leak() {
         runs.push(run.safety);
     }
     panic!("no unsafe run of read-write workers counted an overlap and a leak: {runs:#?}");
+}
+
+#[test]
+fn unsafe_switch_makes_semaphore_and_latch_workers_fail() {
+    let mut runs = Vec::new();
+    for seed in SEEDS {
+        let run = unsafe_run_of(seed, "none", "sem,latch");
+        assert!(run.count("sem_acquisitions") > 0, "{}", run.safety);
+        assert!(run.count("latch_waits") > 0, "{}", run.safety);
+        if run.count("sem_overlaps") > 0 && run.count("latch_early") > 0 {
+            assert!(run.count("overlaps") >= run.count("sem_overlaps"));
+            assert!(
+                run.stderr.contains("over its permits on sem:"),
+                "{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("latch wait ended early: "),
+                "{}",
+                run.stderr
+            );
+            return assert_eq!(run.status, Some(1), "{}", run.safety);
+        }
+        runs.push(run.safety);
+    }
+    panic!("no unsafe run of semaphore and latch workers failed both rules: {runs:#?}");
 }
 
 struct UnsafeRun {

@@ -1,16 +1,20 @@
 //! The workers: client-crate tasks ([`client`]), raw `LOCK.*` commands as redis-cli users
 //! send them ([`raw`]), tickets over one RESP3 connection ([`ticket`]), Redisson-style Lua
 //! scripts ([`redisson`]), client-crate workers in child processes that the faults can
-//! pause or kill ([`child`]), and raw `RWLOCK.*` read-write workers ([`rw`]).
+//! pause or kill ([`child`]), raw `RWLOCK.*` read-write workers ([`rw`]), and raw `SEM.*`
+//! semaphore ([`sem`]) and `LATCH.*` latch ([`latch`]) workers.
 
 pub mod child;
 pub mod client;
+pub mod latch;
 pub mod raw;
 pub mod redisson;
 pub mod rw;
 mod rw_conn;
 mod rw_steps;
 pub mod rw_tally;
+pub mod sem;
+pub mod sem_tally;
 pub mod several;
 pub mod ticket;
 

@@ -188,7 +188,7 @@ fn round(ctx: &Ctx, r: &mut Receiver, res: &mut redis::Connection, name: &str) -
     }
 }
 
-/// Sends a wait (`LOCK.WAIT` or `RWLOCK.WAIT key ...`, of `wait`) on `r` and follows its
+/// Sends a wait (`LOCK.WAIT`, `RWLOCK.WAIT` or `LATCH.WAIT key ...`, of `wait`) on `r` and follows its
 /// ticket to its end; a queued ticket's replies are recorded as a [`Wait`] of `name`.
 pub(super) fn ask(
     ctx: &Ctx,
@@ -206,7 +206,10 @@ pub(super) fn ask(
     };
     match r.call(command, Duration::from_secs(10)) {
         Some(Value::Array(answer)) => match (answer.first(), answer.get(1)) {
-            (Some(tag), Some(Value::Int(n))) if is(tag, "held") => End::Granted(*n),
+            // `held` and a token, or a latch's `done` and 1 (open at once).
+            (Some(tag), Some(Value::Int(n))) if is(tag, "held") || is(tag, "done") => {
+                End::Granted(*n)
+            }
             (Some(tag), Some(Value::Int(id))) if is(tag, "queued") => {
                 let end = follow(ctx, r, (key, *id), wait, &mut event);
                 if !event.conn_error {
