@@ -82,6 +82,50 @@ pub fn reply_pair(
     Ok(Reply::Sent)
 }
 
+/// Writes a reply piece by piece: a map (a flat array in RESP2), arrays, bulk strings and
+/// integers, for the commands that describe a lock (`RWLOCK.INFO`, `SEM.INFO`).
+pub struct Out {
+    ctx: *mut raw::RedisModuleCtx,
+    map: unsafe extern "C" fn(*mut raw::RedisModuleCtx, std::ffi::c_long) -> c_int,
+    array: unsafe extern "C" fn(*mut raw::RedisModuleCtx, std::ffi::c_long) -> c_int,
+    buffer: unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const std::ffi::c_char, usize) -> c_int,
+    integer: unsafe extern "C" fn(*mut raw::RedisModuleCtx, std::ffi::c_longlong) -> c_int,
+}
+
+impl Out {
+    pub fn new(ctx: *mut raw::RedisModuleCtx) -> Result<Out, LockError> {
+        Ok(Out {
+            ctx,
+            map: crate::host::ffi::api!(RedisModule_ReplyWithMap),
+            array: crate::host::ffi::api!(RedisModule_ReplyWithArray),
+            buffer: crate::host::ffi::api!(RedisModule_ReplyWithStringBuffer),
+            integer: crate::host::ffi::api!(RedisModule_ReplyWithLongLong),
+        })
+    }
+
+    /// A map of `n` fields.
+    pub fn map(&self, n: usize) {
+        unsafe { (self.map)(self.ctx, count(n)) };
+    }
+
+    /// An array of `n` elements.
+    pub fn array(&self, n: usize) {
+        unsafe { (self.array)(self.ctx, count(n)) };
+    }
+
+    pub fn bulk(&self, bytes: &[u8]) {
+        unsafe { (self.buffer)(self.ctx, bytes.as_ptr().cast(), bytes.len()) };
+    }
+
+    pub fn int(&self, n: i64) {
+        unsafe { (self.integer)(self.ctx, n) };
+    }
+}
+
+fn count(n: usize) -> std::ffi::c_long {
+    std::ffi::c_long::try_from(n).unwrap_or(std::ffi::c_long::MAX)
+}
+
 /// A command's body.
 pub type Run = fn(*mut raw::RedisModuleCtx, &Args<'_>) -> Result<Reply, LockError>;
 

@@ -1,11 +1,8 @@
 /* RWLOCK.INFO key */
 
-use std::ffi::c_char;
-
 use redis_module::raw;
 
-use crate::commands::dispatch::Args;
-use crate::host::ffi::api;
+use crate::commands::dispatch::{Args, Out};
 use crate::host::node;
 use crate::store::{LockKey, Mode};
 use crate::waits::queues;
@@ -29,38 +26,29 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let db = node::selected_db(ctx);
     let waiting = queues::queue_len(db, key.name());
     let queue = queues::peek(db, key.name(), QUEUE_SHOWN);
-    let (reply_map, reply_array) = (
-        api!(RedisModule_ReplyWithMap),
-        api!(RedisModule_ReplyWithArray),
-    );
-    let reply_buffer = api!(RedisModule_ReplyWithStringBuffer);
-    let reply_int = api!(RedisModule_ReplyWithLongLong);
-    let bulk =
-        |bytes: &[u8]| unsafe { reply_buffer(ctx, bytes.as_ptr().cast::<c_char>(), bytes.len()) };
-    let int = |n: i64| unsafe { reply_int(ctx, n) };
-    let len = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let out = Out::new(ctx)?;
     // A map in RESP3, a flat field/value array in RESP2.
-    unsafe { reply_map(ctx, 4) };
-    bulk(b"mode");
-    bulk(state.mode().name().as_bytes());
-    bulk(b"holders");
-    unsafe { reply_array(ctx, len(state.holders.len())) };
+    out.map(4);
+    out.bulk(b"mode");
+    out.bulk(state.mode().name().as_bytes());
+    out.bulk(b"holders");
+    out.array(state.holders.len());
     for h in &state.holders {
-        unsafe { reply_array(ctx, 5) };
-        bulk(&h.owner);
-        int(h.reads);
-        int(h.writes);
-        int(h.deadline_ms.map_or(key_ttl, |d| d.saturating_sub(now)));
-        int(h.token);
+        out.array(5);
+        out.bulk(&h.owner);
+        out.int(h.reads);
+        out.int(h.writes);
+        out.int(h.deadline_ms.map_or(key_ttl, |d| d.saturating_sub(now)));
+        out.int(h.token);
     }
-    bulk(b"waiters");
-    int(len(waiting));
-    bulk(b"queue");
-    unsafe { reply_array(ctx, len(queue.len())) };
+    out.bulk(b"waiters");
+    out.int(i64::try_from(waiting).unwrap_or(i64::MAX));
+    out.bulk(b"queue");
+    out.array(queue.len());
     for (owner, kind) in &queue {
-        unsafe { reply_array(ctx, 2) };
-        bulk(owner);
-        bulk(match kind {
+        out.array(2);
+        out.bulk(owner);
+        out.bulk(match kind {
             Kind::Rw(RwMode::Write) => &b"write"[..],
             Kind::Rw(RwMode::Read) => b"read",
             Kind::Lock => b"lock",
