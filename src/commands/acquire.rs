@@ -2,7 +2,6 @@
 
 use redis_module::raw;
 
-use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::parse::acquire::parse;
 use rlock_core::reply::Reply;
@@ -17,20 +16,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     gate::client_writes(ctx)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let owner = (args.name(2)?, parsed.owner);
-    let (key, db, held_back) = match take::attempt(ctx, args.key()?, owner, lease)? {
-        take::Attempt::Held(token) => return Ok(Reply::Integer(token)),
-        take::Attempt::Contended { key, db, held_back } => (key, db, held_back),
-    };
-    // Inside MULTI/EXEC or a script a client cannot block: WAIT acts as no WAIT.
-    match parsed.options.wait {
-        Some(wait) if node::can_block(ctx) => {
-            let owner = (parsed.owner, Kind::Lock);
-            blocked_wait::wait(ctx, db, &key, owner, (lease, wait), held_back)?;
-            Ok(Reply::Sent)
-        }
-        _ => {
-            counters::CONTENDED.bump();
-            Ok(Reply::Nil)
-        }
-    }
+    let attempt = take::attempt(ctx, args.key()?, owner, lease)?;
+    let waiter = (parsed.owner, Kind::Lock);
+    blocked_wait::reply_or_wait(ctx, attempt, waiter, (lease, parsed.options.wait))
 }

@@ -5,7 +5,8 @@
 use redis_module::raw;
 
 use crate::commands::dispatch::{reply_pair, Args};
-use crate::handoff::rw_take::{self, RwAttempt};
+use crate::handoff::door::Attempt;
+use crate::handoff::rw_take;
 use crate::handoff::ticket_wait::{self, Route};
 use crate::host::{config, gate, node};
 use crate::waits::{receiver, tickets};
@@ -22,15 +23,15 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let me = tickets::me(ctx)?;
     let to = receiver::choose(ctx, &me, parsed.to)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let (key, db, check_at) =
+    let (key, db, held_back) =
         match rw_take::attempt(ctx, args.key()?, args.name(2)?, (mode, lease))? {
-            RwAttempt::Held(token) => return reply_pair(ctx, c"held", token),
-            RwAttempt::Contended { key, db, check_at } => (key, db, check_at),
+            Attempt::Held(token) => return reply_pair(ctx, c"held", token),
+            Attempt::Contended { key, db, held_back } => (key, db, held_back),
         };
     let wait = parsed.options.wait.unwrap_or(0);
     let route = Route { sender: &me, to };
     let owner = (parsed.owner, Kind::Rw(mode));
-    let id = ticket_wait::queue(ctx, (db, &key), owner, (lease, wait), check_at, route)?;
+    let id = ticket_wait::queue(ctx, (db, &key), owner, (lease, wait), held_back, route)?;
     counters::CONTENDED.bump();
     reply_pair(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
 }

@@ -5,7 +5,8 @@
 use redis_module::raw;
 
 use crate::commands::dispatch::{reply_pair, Args};
-use crate::handoff::sem_take::{self, SemAttempt};
+use crate::handoff::door::Attempt;
+use crate::handoff::sem_take;
 use crate::handoff::ticket_wait::{self, Route};
 use crate::host::{config, gate, node};
 use crate::waits::{receiver, tickets};
@@ -22,16 +23,16 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let me = tickets::me(ctx)?;
     let to = receiver::choose(ctx, &me, parsed.to)?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
-    let (key, db, check_at) =
+    let (key, db, held_back) =
         match sem_take::attempt(ctx, args.key()?, args.name(2)?, (permits, lease))? {
-            SemAttempt::Held(token) => return reply_pair(ctx, c"held", token),
-            SemAttempt::Contended { key, db, check_at } => (key, db, check_at),
+            Attempt::Held(token) => return reply_pair(ctx, c"held", token),
+            Attempt::Contended { key, db, held_back } => (key, db, held_back),
         };
     let wait = parsed.options.wait.unwrap_or(0);
     let route = Route { sender: &me, to };
     let kind = Kind::Permits(u32::try_from(permits).map_err(|_| LockError::CountOverflow)?);
     let owner = (parsed.owner, kind);
-    let id = ticket_wait::queue(ctx, (db, &key), owner, (lease, wait), check_at, route)?;
+    let id = ticket_wait::queue(ctx, (db, &key), owner, (lease, wait), held_back, route)?;
     counters::CONTENDED.bump();
     reply_pair(ctx, c"queued", i64::try_from(id).unwrap_or(i64::MAX))
 }

@@ -7,7 +7,8 @@
 use redis_module::raw;
 
 use crate::commands::dispatch::{reply_pair as reply, Args};
-use crate::handoff::take::{self, Attempt};
+use crate::handoff::door::Attempt;
+use crate::handoff::take;
 use crate::handoff::ticket_wait::{self, Route};
 use crate::host::{config, gate, node};
 use crate::waits::{receiver, tickets};

@@ -6,6 +6,7 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
+use crate::handoff::door::Attempt;
 use crate::handoff::{door, expiry, rw_take, sem_take};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
@@ -17,6 +18,7 @@ use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::lock::{self, ReleaseStep};
 use rlock_core::registry::{Db, Grant};
+use rlock_core::reply::Reply;
 use rlock_core::rwlock::Kind;
 
 /// Blocks the calling client in the queue of `key` for at most `wait_ms` (0: no limit); it
@@ -46,6 +48,32 @@ pub fn wait(
     // The client is blocked now: whatever happens next, the command's reply is sent later.
     watch(ctx, db, key, now, held_back);
     Ok(())
+}
+
+/// The reply of an acquisition (`LOCK.ACQUIRE`, `RWLOCK.ACQUIRE`, `SEM.ACQUIRE`) after its
+/// attempt: the token; or, the lock taken, the client blocked in the queue for `wait` ms
+/// when it asked to wait and can block (not inside MULTI/EXEC or a script, where WAIT acts
+/// as no WAIT), else nil at once.
+pub fn reply_or_wait(
+    ctx: *mut raw::RedisModuleCtx,
+    attempt: Attempt,
+    owner: (&[u8], Kind),
+    (lease_ms, wait_ms): (i64, Option<i64>),
+) -> Result<Reply, LockError> {
+    let (key, db, held_back) = match attempt {
+        Attempt::Held(token) => return Ok(Reply::Integer(token)),
+        Attempt::Contended { key, db, held_back } => (key, db, held_back),
+    };
+    match wait_ms {
+        Some(wait) if node::can_block(ctx) => {
+            self::wait(ctx, db, &key, owner, (lease_ms, wait), held_back)?;
+            Ok(Reply::Sent)
+        }
+        _ => {
+            counters::CONTENDED.bump();
+            Ok(Reply::Nil)
+        }
+    }
 }
 
 /// A wait was queued on `key`: a lock without a lease is checked on events only; one with

@@ -40,6 +40,17 @@ pub struct Claim<'a> {
     pub kind: Kind,
 }
 
+/// What an acquisition (of any kind) found before any waiting: the token it holds, or the
+/// lock taken or held back by the gate, to be checked again at `held_back`, if known.
+pub enum Attempt {
+    Held(i64),
+    Contended {
+        key: LockKey,
+        db: registry::Db,
+        held_back: Option<i64>,
+    },
+}
+
 /// What the door said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Door {

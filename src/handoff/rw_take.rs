@@ -6,7 +6,7 @@
 
 use redis_module::raw;
 
-use crate::handoff::door::{self, Claim, Door};
+use crate::handoff::door::{self, Attempt, Claim, Door};
 use crate::handoff::{expiry, rw_serve};
 use crate::host::gate::{self, Verdict};
 use crate::host::node;
@@ -18,19 +18,6 @@ use rlock_core::registry::Db;
 use rlock_core::rwglance::{self, Quick};
 use rlock_core::rwlock::{self, Kind, RwHolder, RwMode, RwRelease, RwState, RwStep, MAX_HOLDERS};
 
-/// What an acquisition found, before any waiting.
-pub enum RwAttempt {
-    /// Acquired or reentered: the token.
-    Held(i64),
-    /// It must wait; check the lock again then (the first lease to end, or when the gate
-    /// said), if known.
-    Contended {
-        key: LockKey,
-        db: Db,
-        check_at: Option<i64>,
-    },
-}
-
 /// Acquires or reenters `mode` of the read-write lock `key_name` for `owner`, with a
 /// lease of `lease` ms, if it can now. Most calls decide from a few field lookups; the rest
 /// read the whole hash.
@@ -39,7 +26,7 @@ pub fn attempt(
     key_name: *mut raw::RedisModuleString,
     owner: Name<'_>,
     (mode, lease): (RwMode, i64),
-) -> Result<RwAttempt, LockError> {
+) -> Result<Attempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
     let queued = queues::queue_len(db, key.name()) > 0;
@@ -62,7 +49,7 @@ fn attempt_whole(
     (key, db): (LockKey, Db),
     owner: Name<'_>,
     (mode, lease): (RwMode, i64),
-) -> Result<RwAttempt, LockError> {
+) -> Result<Attempt, LockError> {
     let (mut state, pruned) = rw_serve::live_state(ctx, &key)?;
     if queues::queue_len(db, key.name()) > 0 {
         let freed = pruned && state.holders.is_empty();
@@ -95,15 +82,15 @@ fn decide(
     owner: Name<'_>,
     (mode, lease): (RwMode, i64),
     (step, taken): (RwStep, Taken),
-) -> Result<RwAttempt, LockError> {
+) -> Result<Attempt, LockError> {
     let check_at = taken.check_at;
     match step {
         RwStep::Fresh => match take_free(ctx, &key, owner, (mode, lease), taken.others)? {
-            Ok(token) => Ok(RwAttempt::Held(token)),
-            Err(later) => Ok(RwAttempt::Contended {
+            Ok(token) => Ok(Attempt::Held(token)),
+            Err(later) => Ok(Attempt::Contended {
                 key,
                 db,
-                check_at: later.or(check_at),
+                held_back: later.or(check_at),
             }),
         },
         RwStep::Reenter {
@@ -122,9 +109,13 @@ fn decide(
             };
             key.apply_rw(&entry_of(owner, &holder))?;
             counters::REENTERED.bump();
-            Ok(RwAttempt::Held(token))
+            Ok(Attempt::Held(token))
         }
-        RwStep::Contended => Ok(RwAttempt::Contended { key, db, check_at }),
+        RwStep::Contended => Ok(Attempt::Contended {
+            key,
+            db,
+            held_back: check_at,
+        }),
         RwStep::Upgrade => {
             counters::UPGRADES_REFUSED.bump();
             Err(LockError::Upgrade(owner.bytes.to_vec()))

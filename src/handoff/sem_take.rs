@@ -6,7 +6,7 @@
 
 use redis_module::raw;
 
-use crate::handoff::door::{self, Claim, Door};
+use crate::handoff::door::{self, Attempt, Claim, Door};
 use crate::handoff::{expiry, sem_serve};
 use crate::host::gate::{self, Verdict};
 use crate::host::node;
@@ -19,19 +19,6 @@ use rlock_core::rwlock::Kind;
 use rlock_core::semaphore::{self, SemHolder, SemRelease, SemState, SemStep};
 use rlock_core::semglance::{self, Quick};
 
-/// What an acquisition found, before any waiting.
-pub enum SemAttempt {
-    /// Acquired or added: the token.
-    Held(i64),
-    /// It must wait; check the semaphore again then (the first lease to end, or when the
-    /// gate said), if known.
-    Contended {
-        key: LockKey,
-        db: Db,
-        check_at: Option<i64>,
-    },
-}
-
 /// Takes `permits` of the semaphore `key_name` for `owner`, with a lease of `lease` ms, if
 /// it can now. Most calls decide from a few field lookups; the rest read the whole hash.
 pub fn attempt(
@@ -39,7 +26,7 @@ pub fn attempt(
     key_name: *mut raw::RedisModuleString,
     owner: Name<'_>,
     (permits, lease): (i64, i64),
-) -> Result<SemAttempt, LockError> {
+) -> Result<Attempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
     let queued = queues::queue_len(db, key.name()) > 0;
@@ -71,14 +58,14 @@ fn decide(
     owner: Name<'_>,
     (permits, lease): (i64, i64),
     (step, check_at): (SemStep, Option<i64>),
-) -> Result<SemAttempt, LockError> {
+) -> Result<Attempt, LockError> {
     match step {
         SemStep::Fresh => match take_free(ctx, &key, owner, (permits, lease))? {
-            Ok(token) => Ok(SemAttempt::Held(token)),
-            Err(later) => Ok(SemAttempt::Contended {
+            Ok(token) => Ok(Attempt::Held(token)),
+            Err(later) => Ok(Attempt::Contended {
                 key,
                 db,
-                check_at: later.or(check_at),
+                held_back: later.or(check_at),
             }),
         },
         SemStep::Reenter {
@@ -95,9 +82,13 @@ fn decide(
             key.apply_sem(&sem_entry(owner, &holder))?;
             counters::REENTERED.bump();
             counters::SEM_PERMITS_GRANTED.add(permits);
-            Ok(SemAttempt::Held(token))
+            Ok(Attempt::Held(token))
         }
-        SemStep::Contended => Ok(SemAttempt::Contended { key, db, check_at }),
+        SemStep::Contended => Ok(Attempt::Contended {
+            key,
+            db,
+            held_back: check_at,
+        }),
         SemStep::TooMany { total } => Err(LockError::TooManyPermits {
             asked: permits,
             total,

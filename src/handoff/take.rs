@@ -11,24 +11,11 @@ use rlock_core::lock::{self, AcquireStep, Holding};
 use rlock_core::registry::Db;
 use rlock_core::rwlock::Kind;
 
-use crate::handoff::door::{self, Claim, Door, Handed};
+use crate::handoff::door::{self, Attempt, Claim, Door, Handed};
 use crate::handoff::expiry;
 use crate::host::gate::{self, Verdict};
 use crate::host::node;
 use crate::store::{LockEntry, LockKey, Mode, Name, Over};
-
-/// What an acquisition found, before any waiting.
-pub enum Attempt {
-    /// Acquired or reentered: the token.
-    Held(i64),
-    /// Held by another, or the gate holds a fresh holding back (the failover delay, a
-    /// stall...) until `held_back`, if it said.
-    Contended {
-        key: LockKey,
-        db: Db,
-        held_back: Option<i64>,
-    },
-}
 
 /// Acquires or reenters the lock `key_name` for `owner` (`owner_bytes` its bytes) with a
 /// lease of `lease` ms, if it can now.
