@@ -132,7 +132,13 @@ dist: build ## Make a tarball: the module, redis.conf.example, the docs, checksu
 	cd $(DIST_DIR) && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
 	@echo "$(DIST_DIR)/$(DIST_NAME).tar.gz"
 
+# cargo verifies rlock-cli against the rlock-client it has just packaged, as if from a registry:
+# unpacked under CARGO_HOME and built in the target directory. Cargo takes a registry crate of
+# the same version as unchanged, so an unpacked copy or a build left by an earlier run (of an
+# older tree) would be used instead of this tree's client: both are removed first.
 package: ## Check that the crates meant for crates.io package and build alone
+	rm -rf $${CARGO_HOME:-$$HOME/.cargo}/registry/src/-*/rlock-client-*
+	rm -rf $(BUILD_DIR)/debug/.fingerprint/rlock-client-* $(BUILD_DIR)/debug/deps/*rlock_client-*
 	$(CARGO) package -p rlock-client -p rlock-cli
 
 bench: build ## Run the benchmarks (package rlock-bench in bench/)
