@@ -176,3 +176,43 @@ fn a_deleted_semaphore_sends_its_waits_away() {
     );
     assert_eq!(raw(&mut con, &["EXISTS", "s"]), Value::Int(0));
 }
+
+/// A first wait that is a ticket leaves when its receiver's connection closes or its own
+/// `WAIT` runs out: the smaller waits behind it come in at once.
+#[test]
+fn a_head_ticket_whose_receiver_goes_or_whose_wait_runs_out_lets_the_waits_behind_it_in() {
+    for wait in ["0", "300"] {
+        let server = Server::start();
+        let mut con = server.conn();
+        int(&mut con, &["SEM.PERMITS", "s", "2"]);
+        int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "60000"]);
+        let mut receiver = server.conn();
+        let receiver_id = int(&mut receiver, &["CLIENT", "ID"]).to_string();
+        let ask = [
+            "SEM.WAIT",
+            "s",
+            "big",
+            "2",
+            "WAIT",
+            wait,
+            "TO",
+            &receiver_id,
+        ];
+        let reply = raw(&mut con, &ask);
+        let Value::Array(pair) = &reply else {
+            panic!("{reply:?}")
+        };
+        assert_eq!(support::text_of(&pair[0]).as_deref(), Some("queued"));
+        let small = waiter(&server, "s", "small", 1);
+        queued(&mut con, "s", 2);
+        if wait == "0" {
+            raw(&mut con, &["CLIENT", "KILL", "ID", &receiver_id]);
+        }
+        granted(&small);
+        assert_eq!(
+            held(&mut con, "s"),
+            vec![("a".into(), 1), ("small".into(), 1)],
+            "WAIT {wait}"
+        );
+    }
+}

@@ -27,3 +27,13 @@ pub enum Kind {
     /// A semaphore wait for that many permits.
     Permits(u32),
 }
+
+impl Kind {
+    /// Whether a wait of this kind, first in its queue, may keep the waits behind it out
+    /// of a lock that would take them: a write wait keeps later reads out of a read-held
+    /// lock, a semaphore wait keeps smaller asks out. When such a wait leaves without the
+    /// lock, the queue is served again.
+    pub fn holds_back_others(self) -> bool {
+        matches!(self, Kind::Rw(RwMode::Write) | Kind::Permits(_))
+    }
+}

@@ -301,6 +301,7 @@ mod bulk;
 mod checks;
 mod turns;
 
+pub use bulk::Taken;
 pub use turns::{scripts_due, Turns};
 
 #[cfg(test)]

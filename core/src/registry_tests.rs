@@ -1,6 +1,7 @@
 //! Unit tests of `registry.rs`.
 
 use super::*;
+use crate::kind::RwMode;
 
 fn waiter(client: usize, id: u64) -> Waiter<usize> {
     Waiter {
@@ -180,7 +181,9 @@ fn many_waits_leave_at_once_and_the_rest_keep_their_order() {
         r.enqueue(0, if c <= 6 { b"a" } else { b"b" }, w);
     }
     // Wait 5's id is not 50: that entry is another wait, and stays.
-    let mut timers = r.take_many(&[(8, 8), (2, 2), (3, 3), (5, 50), (7, 7), (42, 42)]);
+    let mut timers = r
+        .take_many(&[(8, 8), (2, 2), (3, 3), (5, 50), (7, 7), (42, 42)])
+        .timers;
     timers.sort_unstable();
     assert_eq!(timers, [102, 108]);
     let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"a"))
@@ -189,6 +192,33 @@ fn many_waits_leave_at_once_and_the_rest_keep_their_order() {
     assert_eq!(served, [1, 4, 5, 6]);
     assert_eq!(r.take(9, Some(9)).map(|w| w.client), Some(9));
     assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
+}
+
+#[test]
+fn queues_that_lose_a_wait_holding_others_back_are_named_to_be_served_again() {
+    let mut r = Registry::default();
+    let kinds = [
+        (b"rw", Kind::Rw(RwMode::Write)),
+        (b"rw", Kind::Rw(RwMode::Read)),
+        (b"se", Kind::Permits(3)),
+        (b"se", Kind::Permits(1)),
+        (b"lk", Kind::Lock),
+        (b"lk", Kind::Lock),
+        (b"lo", Kind::Permits(2)),
+        (b"rw", Kind::Rw(RwMode::Read)),
+    ];
+    for (c, (key, kind)) in kinds.into_iter().enumerate() {
+        let mut w = waiter(c, c as u64);
+        w.kind = kind;
+        r.enqueue(0, key, w);
+    }
+    // The first waits of rw, se and lk; the only wait of lo (its queue is gone).
+    let mut taken = r.take_many(&[(0, 0), (2, 2), (4, 4), (6, 6)]);
+    taken.reopened.sort();
+    assert_eq!(taken.reopened, [(0, b"rw".to_vec()), (0, b"se".to_vec())]);
+    // A read wait leaves a queue that still has waits; the last waits of se and lk leave.
+    assert_eq!(r.take_many(&[(1, 1)]).reopened, []);
+    assert_eq!(r.take_many(&[(3, 3), (5, 5)]).reopened, []);
 }
 
 #[test]

@@ -116,7 +116,7 @@ impl Run {
                     .iter()
                     .filter_map(|c| self.queued(*c).map(|(_, id)| (*c, id)))
                     .collect();
-                let mut timers = self.registry.take_many(&waits);
+                let mut timers = self.registry.take_many(&waits).timers;
                 timers.sort_unstable();
                 let mut expected: Vec<u64> = waits.iter().map(|(_, id)| *id).collect();
                 expected.sort_unstable();

@@ -12,7 +12,7 @@ use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{config, guard, node};
 use crate::store::{LockKey, Mode, Name, Replicate};
-use crate::waits::queues::{self, id_of, Bc, Waiter};
+use crate::waits::queues::{self, handle_of, id_of, Bc, Waiter};
 use crate::waits::{blocked, tickets};
 use rlock_core::counters;
 use rlock_core::error::LockError;
@@ -33,14 +33,16 @@ pub fn wait(
     held_back: Option<i64>,
 ) -> Result<(), LockError> {
     admit(db, key.name())?;
-    let blocked = blocked::block(ctx, wait_ms, forget_disconnected)?;
+    let blocked = blocked::block(ctx, forget_disconnected)?;
+    let client = id_of(blocked.bc);
+    let deadline_timer = blocked::arm_deadline(ctx, blocked.id, client, wait_ms, wait_expired)?;
     let now = node::now_ms();
     let waiter = Waiter {
         id: blocked.id,
-        client: id_of(blocked.bc),
+        client,
         owner: owner.into(),
         lease_ms,
-        deadline_timer: blocked.deadline_timer,
+        deadline_timer,
         wait_until: (wait_ms > 0).then(|| now.saturating_add(wait_ms)),
         kind,
     };
@@ -109,6 +111,33 @@ pub fn admit(db: Db, key: &[u8]) -> Result<(), LockError> {
     Ok(())
 }
 
+/// A wait of `kind` left the queue of `key` without the lock (its `WAIT` ran out, it was
+/// cancelled, its client or its receiver went): if it may have kept the waits behind it
+/// out, a check serves them at once.
+pub fn wait_left(ctx: *mut raw::RedisModuleCtx, (db, key): (Db, &[u8]), kind: Kind) {
+    if kind.holds_back_others() && queues::queue_len(db, key) > 0 {
+        expiry::arm(ctx, db, key, node::now_ms());
+    }
+}
+
+extern "C" fn wait_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
+    // The timer hands back the box made in `arm_deadline`; it is ours to free.
+    let deadline = unsafe { Box::from_raw(data.cast::<blocked::Deadline>()) };
+    node::timer_fired();
+    guard::callback("wait deadline", || {
+        // Still queued: nobody handed it the lock, so its WAIT ran out.
+        let location = queues::location_of(deadline.client);
+        if let Some(waiter) = queues::take_entry(deadline.client, Some(deadline.id)) {
+            blocked::unblock(handle_of(deadline.client), blocked::timed_out(waiter.kind))?;
+            counters::WAIT_TIMEOUTS.bump();
+            if let Some((db, key)) = location {
+                wait_left(ctx, (db, &key), waiter.kind);
+            }
+        }
+        Ok(())
+    });
+}
+
 unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) {
     guard::callback("waiter disconnected", || {
         let location = queues::location_of(id_of(bc));
@@ -116,7 +145,7 @@ unsafe extern "C" fn forget_disconnected(ctx: *mut raw::RedisModuleCtx, bc: Bc) 
             blocked::stop_deadline(ctx, waiter.deadline_timer);
             blocked::release_handle(bc)?;
             if let Some((db, key)) = location {
-                sem_take::wait_left(ctx, (db, &key), waiter.kind);
+                wait_left(ctx, (db, &key), waiter.kind);
             }
         } else if let Some(grant) = queues::take_grant(bc) {
             // Handed the lock, but gone before its reply: nobody will ever know it holds

@@ -44,11 +44,9 @@ pub fn attempt(
             (step, state.next_deadline())
         }
     };
-    // A wait queued behind a first wait that cannot be granted is checked again when that
-    // first wait's `WAIT` runs out.
-    let head_until = queues::first(db, key.name()).and_then(|w| w.wait_until);
-    let check_at = step.1.into_iter().chain(head_until).min();
-    decide(ctx, (key, db), owner, (permits, lease), (step.0, check_at))
+    // A first wait that cannot be granted and leaves (its `WAIT` runs out...) has the
+    // queue served again then (`blocked_wait::wait_left`).
+    decide(ctx, (key, db), owner, (permits, lease), step)
 }
 
 /// Carries out `step` for `owner`; `check_at`: the first lease to end, if known.
@@ -207,12 +205,4 @@ pub fn after_change(
         expiry::arm(ctx, db, key.name(), at);
     }
     Ok(())
-}
-
-/// A wait left the queue of `key` (cancelled, or its client gone): if it was a
-/// semaphore's, the waits behind it may fit now, and a check serves them at once.
-pub fn wait_left(ctx: *mut raw::RedisModuleCtx, (db, key): (Db, &[u8]), kind: Kind) {
-    if matches!(kind, Kind::Permits(_)) && queues::queue_len(db, key) > 0 {
-        expiry::arm(ctx, db, key, node::now_ms());
-    }
 }

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use redis_module::raw;
 
-use crate::handoff::{blocked_wait, sem_take};
+use crate::handoff::{blocked_wait, expiry};
 use crate::host::{guard, node};
 use crate::store::LockKey;
 use crate::waits::blocked::{self, Deadline};
@@ -62,10 +62,14 @@ extern "C" fn ticket_expired(ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
     node::timer_fired();
     guard::callback("ticket deadline", || {
         // Still queued: nobody handed it the lock, so its WAIT ran out.
+        let location = queues::location_of(deadline.client);
         if let Some(mut waiter) = queues::take_entry(deadline.client, Some(deadline.id)) {
             waiter.deadline_timer = None; // it fired: its id may be another timer's now
             finish::end(ctx, &waiter, Outcome::TimedOut);
             counters::WAIT_TIMEOUTS.bump();
+            if let Some((db, key)) = location {
+                blocked_wait::wait_left(ctx, (db, &key), waiter.kind);
+            }
         }
         Ok(())
     });
@@ -89,7 +93,7 @@ pub fn cancel(
     let Some(waiter) = queues::take_entry(client, Some(id)) else {
         return Ok(None);
     };
-    sem_take::wait_left(ctx, (db, key), waiter.kind);
+    blocked_wait::wait_left(ctx, (db, key), waiter.kind);
     if tell {
         finish::end(
             ctx,
@@ -103,10 +107,15 @@ pub fn cancel(
     Ok(Some(0))
 }
 
-/// The connection `receiver` closed: its tickets leave their queues, the grants in its
-/// mailbox are taken back and passed on.
+/// The connection `receiver` closed: its tickets leave their queues (those that may have
+/// kept others out get a check), the grants in its mailbox are taken back and passed on.
 pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
-    for grant in tickets::receiver_gone(ctx, receiver) {
+    let (grants, reopened) = tickets::receiver_gone(ctx, receiver);
+    let now = node::now_ms();
+    for (db, key) in reopened {
+        expiry::arm(ctx, db, &key, now);
+    }
+    for grant in grants {
         guard::callback("revoking a mailed grant", || {
             blocked_wait::schedule_revoke(ctx, grant, 0)
         });
@@ -116,7 +125,7 @@ pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
 /// `LOCK.GRANTS ... BLOCK ms`: parks the caller on its empty mailbox for up to `block_ms`
 /// (0: no limit).
 pub fn park(ctx: *mut raw::RedisModuleCtx, receiver: u64, block_ms: i64) -> Result<(), LockError> {
-    let blocked = blocked::block(ctx, 0, grants_left)?;
+    let blocked = blocked::block(ctx, grants_left)?;
     let parking = tickets::next_id();
     // The timer (BLOCK > 0) is stopped when the call is woken or its client leaves.
     let receiver_key = usize::try_from(receiver).unwrap_or(usize::MAX);

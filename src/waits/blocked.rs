@@ -17,8 +17,7 @@ use redis_module::raw;
 
 use crate::host::ffi::api;
 use crate::host::{guard, node};
-use crate::waits::queues::{self, handle_of, id_of, Bc};
-use rlock_core::counters;
+use crate::waits::queues::{self, Bc};
 use rlock_core::error::LockError;
 use rlock_core::reply::{error_line, Outcome};
 use rlock_core::rwlock::Kind;
@@ -37,19 +36,16 @@ pub type OnDeadline = extern "C" fn(*mut raw::RedisModuleCtx, *mut c_void);
 
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(1);
 
-/// A freshly blocked client: its handle, its waiter id, and its deadline timer.
+/// A freshly blocked client: its handle and its waiter id.
 pub struct Blocked {
     pub bc: Bc,
     pub id: u64,
-    pub deadline_timer: Option<u64>,
 }
 
-/// Blocks the calling client for at most `wait_ms` (0: no limit; more than ten years waits
-/// ten years, the longest timer); `on_disconnect` runs if it leaves first. The caller
-/// queues it.
+/// Blocks the calling client; `on_disconnect` runs if it leaves first. The caller queues it
+/// and arms its deadline ([`arm_deadline`]).
 pub fn block(
     ctx: *mut raw::RedisModuleCtx,
-    wait_ms: i64,
     on_disconnect: OnDisconnect,
 ) -> Result<Blocked, LockError> {
     let block_client = api!(RedisModule_BlockClient);
@@ -60,16 +56,12 @@ pub fn block(
     }
     unsafe { set_on_disconnect(bc, Some(on_disconnect)) };
     let id = NEXT_WAITER.fetch_add(1, Ordering::Relaxed);
-    let deadline_timer = arm_deadline(ctx, id, id_of(bc), wait_ms, wait_expired)?;
-    Ok(Blocked {
-        bc,
-        id,
-        deadline_timer,
-    })
+    Ok(Blocked { bc, id })
 }
 
-/// Arms the deadline timer of the wait `id` (registry entry `client`) when `wait_ms` > 0:
-/// `on_expiry` gets a boxed [`Deadline`], and [`stop_deadline`] frees it if stopped first.
+/// Arms the deadline timer of the wait `id` (registry entry `client`) when `wait_ms` > 0
+/// (more than ten years waits ten years, the longest timer): `on_expiry` gets a boxed
+/// [`Deadline`], and [`stop_deadline`] frees it if stopped first.
 pub fn arm_deadline(
     ctx: *mut raw::RedisModuleCtx,
     id: u64,
@@ -123,20 +115,6 @@ pub fn timed_out(kind: Kind) -> Outcome {
         Kind::Latch => Outcome::Granted(0),
         Kind::Lock | Kind::Rw(_) | Kind::Permits(_) => Outcome::TimedOut,
     }
-}
-
-extern "C" fn wait_expired(_ctx: *mut raw::RedisModuleCtx, data: *mut c_void) {
-    // The timer hands back the box made in `block`; it is ours to free.
-    let deadline = unsafe { Box::from_raw(data.cast::<Deadline>()) };
-    node::timer_fired();
-    guard::callback("wait deadline", || {
-        // Still queued: nobody handed it the lock, so its WAIT ran out.
-        if let Some(waiter) = queues::take_entry(deadline.client, Some(deadline.id)) {
-            unblock(handle_of(deadline.client), timed_out(waiter.kind))?;
-            counters::WAIT_TIMEOUTS.bump();
-        }
-        Ok(())
-    });
 }
 
 unsafe extern "C" fn reply(

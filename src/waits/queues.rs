@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis_module::raw;
 
-use rlock_core::registry::{Db, Grant, Registry};
+use rlock_core::registry::{Db, Grant, Registry, Taken};
 use rlock_core::rwlock::Kind;
 
 /// A blocked client's handle.
@@ -105,9 +105,9 @@ pub fn take_entry(client: usize, id: Option<u64>) -> Option<Waiter> {
     with(|r| r.take(client, id))
 }
 
-/// Takes these queued entries (registry entry, wait id) out of their queues at once; the
-/// deadline timers of those taken.
-pub fn take_entries(waits: &[(usize, u64)]) -> Vec<u64> {
+/// Takes these queued entries (registry entry, wait id) out of their queues at once: the
+/// deadline timers of those taken, the queues to serve again.
+pub fn take_entries(waits: &[(usize, u64)]) -> Taken {
     with(|r| r.take_many(waits))
 }
 

@@ -24,7 +24,7 @@ use crate::waits::blocked;
 use crate::waits::queues::{self, Bc, Waiter};
 use rlock_core::error::LockError;
 use rlock_core::receivers::{may_cancel, Caller, Mail, Parked, Receivers, Rights, Ticket};
-use rlock_core::registry::Grant;
+use rlock_core::registry::{Db, Grant};
 use rlock_core::reply::{error_line, Outcome};
 
 pub use rlock_core::receivers::Delivery;
@@ -257,9 +257,12 @@ pub fn cancel_mailed(id: u64, db: i32, key: &[u8], caller: &Me) -> Result<Option
 }
 
 /// The connection `receiver` closed: its tickets leave their queues, and their deadline
-/// timers and that of its parked `LOCK.GRANTS` are stopped; the grants of its mailbox are
-/// returned to be revoked.
-pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) -> Vec<Grant> {
+/// timers and that of its parked `LOCK.GRANTS` are stopped. Returns the grants of its
+/// mailbox, to be revoked, and the queues to serve again.
+pub fn receiver_gone(
+    ctx: *mut raw::RedisModuleCtx,
+    receiver: u64,
+) -> (Vec<Grant>, Vec<(Db, Vec<u8>)>) {
     let left = with(|t| t.receiver_gone(receiver));
     blocked::stop_deadline(ctx, left.timer);
     let waits: Vec<(usize, u64)> = left
@@ -267,10 +270,11 @@ pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) -> Vec<Grant>
         .iter()
         .map(|id| (client_of(*id), *id))
         .collect();
-    for timer in queues::take_entries(&waits) {
+    let taken = queues::take_entries(&waits);
+    for timer in taken.timers {
         blocked::stop_deadline(ctx, Some(timer));
     }
-    left.grants
+    (left.grants, taken.reopened)
 }
 
 /// Whether any connection receives tickets (the fast path of every disconnection).

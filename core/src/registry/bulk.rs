@@ -20,10 +20,20 @@ struct Place<C> {
     id: u64,
 }
 
+/// What [`Registry::take_many`] took out.
+#[derive(Debug, Default)]
+pub struct Taken {
+    /// The deadline timers of the waits taken.
+    pub timers: Vec<u64>,
+    /// The queues that still have waits and lost one that may have kept them out of their
+    /// lock ([`Kind::holds_back_others`](crate::kind::Kind::holds_back_others)): to be
+    /// served again.
+    pub reopened: Vec<(Db, Vec<u8>)>,
+}
+
 impl<C: Copy + Eq + Hash> Registry<C> {
-    /// Takes these queued waits (entry, wait id) out of their queues; the deadline timers
-    /// of those taken.
-    pub fn take_many(&mut self, waits: &[(C, u64)]) -> Vec<u64> {
+    /// Takes these queued waits (entry, wait id) out of their queues.
+    pub fn take_many(&mut self, waits: &[(C, u64)]) -> Taken {
         let mut places = self.unindex(waits);
         let same = |a: &Place<C>, b: &Place<C>| a.db == b.db && Rc::ptr_eq(&a.key, &b.key);
         if !places.windows(2).all(|w| same(&w[0], &w[1])) {
@@ -31,11 +41,11 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             // tells the queues apart.
             places.sort_unstable_by_key(|p| (p.db, Rc::as_ptr(&p.key).cast::<u8>() as usize));
         }
-        let mut timers = Vec::new();
+        let mut taken = Taken::default();
         for group in places.chunk_by(same) {
-            self.take_from_queue(group, &mut timers);
+            self.take_from_queue(group, &mut taken);
         }
-        timers
+        taken
     }
 
     /// Takes the index entries of `waits` out; where they were.
@@ -75,7 +85,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
     /// Takes the waits of one queue out of it: one by one when they are few, or in one
     /// walk of the queue, in its order, when they are a good part of it.
-    fn take_from_queue(&mut self, group: &[Place<C>], timers: &mut Vec<u64>) {
+    fn take_from_queue(&mut self, group: &[Place<C>], taken: &mut Taken) {
         let Some(first) = group.first() else {
             return;
         };
@@ -87,11 +97,14 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         let mut waits: Vec<(u64, C, u64)> =
             group.iter().map(|p| (p.number, p.client, p.id)).collect();
         let mut freed = 0;
+        let mut reopens = false;
+        let timers = &mut taken.timers;
         let mut take = |client: C, id: u64, waiter: &Waiter<C>| {
             let ours = waiter.client == client && waiter.id == id;
             if ours {
                 freed += cost(waiter);
                 timers.extend(waiter.deadline_timer);
+                reopens |= waiter.kind.holds_back_others();
             }
             ours
         };
@@ -106,6 +119,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         }
         self.bytes = self.bytes.saturating_sub(freed);
         self.drop_if_empty(db, &key);
+        if reopens && self.queue_len(db, &key) > 0 {
+            taken.reopened.push((db, key.to_vec()));
+        }
     }
 }
 
