@@ -7,7 +7,8 @@
 //! - `gate/memory.rs` — eviction and `maxmemory`;
 //! - `gate/stall.rs` — a master that did not run for a while;
 //! - `gate/roles.rs` — writable replicas, write pauses, release messages;
-//! - `gate/rw.rs` — the same door for read-write locks: the failover delay, eviction.
+//! - `gate/rw.rs` — the same door for read-write locks: the failover delay, eviction;
+//! - `gate/sem.rs` — and for semaphores: eviction, a stall.
 
 #[path = "gate/failover_delay.rs"]
 mod failover_delay;
@@ -17,6 +18,8 @@ mod memory;
 mod roles;
 #[path = "gate/rw.rs"]
 mod rw;
+#[path = "gate/sem.rs"]
+mod sem;
 #[path = "gate/stall.rs"]
 mod stall;
 mod support;

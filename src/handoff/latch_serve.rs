@@ -5,7 +5,7 @@
 
 use redis_module::raw;
 
-use crate::host::node;
+use crate::host::{gate, node};
 use crate::store::LockKey;
 use crate::waits::{finish, queues};
 use rlock_core::counters;
@@ -39,7 +39,15 @@ pub fn check(
 ) -> Result<Option<i64>, LockError> {
     match key.read_latch() {
         Ok(count) if open(count) => {
-            release_all(ctx, db, key.name());
+            // Gone with its slot to another node, a latch is not at zero: its waits are
+            // sent there.
+            let moved = count
+                .is_none()
+                .then(|| gate::served_elsewhere(ctx, key.name()));
+            match moved.flatten() {
+                Some(redirect) => finish::refuse_queue(ctx, db, key.name(), &redirect),
+                None => drop(release_all(ctx, db, key.name())),
+            }
             Ok(None)
         }
         Ok(_) => Ok(match key.ttl_ms()? {

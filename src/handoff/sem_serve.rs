@@ -126,6 +126,13 @@ fn serve_first(
             until => Ok(Some(until)),
         },
         SemStep::TooMany { total } => {
+            // Gone with its slot to another node: the waits are sent there.
+            if total == 0 {
+                if let Some(redirect) = gate::served_elsewhere(ctx, key.name()) {
+                    finish::refuse_queue(ctx, db, key.name(), &redirect);
+                    return Ok(Some(None));
+                }
+            }
             // The total was lowered under what it asks: it could never be granted.
             if let Some(waiter) = queues::pop_first(db, key.name()) {
                 let error = LockError::TooManyPermits {

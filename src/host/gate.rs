@@ -176,6 +176,13 @@ fn replicas_suffice(ctx: *mut raw::RedisModuleCtx) -> bool {
 }
 
 /// Where the key `name` is served in a cluster (`Here` outside a cluster).
+/// In a cluster, where to send the waiters of `name`, a key that is not here (gone with
+/// its slot, to another node): the redirect (`ASK`, `MOVED`, `TRYAGAIN`); `None` when this
+/// node serves the key, so that it is really gone.
+pub fn served_elsewhere(ctx: *mut raw::RedisModuleCtx, name: &[u8]) -> Option<String> {
+    route(ctx, name, false).redirect()
+}
+
 fn route(ctx: *mut raw::RedisModuleCtx, name: &[u8], key_here: bool) -> Route {
     if !node::is_cluster(ctx) {
         return Route::Here;

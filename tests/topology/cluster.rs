@@ -284,3 +284,66 @@ fn a_read_write_locks_waiter_is_redirected_when_its_slot_moves() {
     assert_eq!(int(&mut s, &["CLUSTER", "COUNTKEYSINSLOT", &slot]), 0);
     assert_alive(&mut source);
 }
+
+#[test]
+fn a_semaphores_waiter_is_redirected_when_its_slot_moves_and_holders_keep_their_permits() {
+    let (mut source, target) = two_masters();
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let slot = slot_of(&mut s, KEY);
+    int(&mut s, &["SEM.PERMITS", KEY, "2"]);
+    let token = int(&mut s, &["SEM.ACQUIRE", KEY, "a", "2", "LEASE", "60000"]);
+    let ask = ["SEM.ACQUIRE", KEY, "b", "1", "WAIT", "0"];
+    let mut waiter = enqueue_command(&source, &ask);
+    let port = move_key(&source, &target, &slot);
+    match waiter.reply() {
+        Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
+        other => panic!("the waiter got {other:?}"),
+    }
+    let target_id = id(&target);
+    for con in [&mut s, &mut t] {
+        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
+        assert_eq!(raw(con, &done), Value::Okay);
+    }
+    // The holder keeps its permits and token on the target; the waiter waits there.
+    let mut waiter = enqueue_command(&target, &ask);
+    let renew = ["SEM.RENEW", KEY, "a", "TOKEN", &token.to_string()];
+    assert_eq!(int(&mut t, &renew), 1);
+    assert_eq!(int(&mut t, &["SEM.RELEASE", KEY, "a", "1"]), 1);
+    match waiter.reply() {
+        Reply::Int(b) => assert!(b > token),
+        other => panic!("the waiter got {other:?}"),
+    }
+    assert_eq!(int(&mut s, &["CLUSTER", "COUNTKEYSINSLOT", &slot]), 0);
+    assert_alive(&mut source);
+}
+
+/// A latch that moves to another node has not reached zero: its waiters are sent where it
+/// went, never released.
+#[test]
+fn a_latchs_waiter_is_redirected_when_its_slot_moves_not_released() {
+    let (mut source, target) = two_masters();
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let slot = slot_of(&mut s, KEY);
+    assert_eq!(int(&mut s, &["LATCH.SET", KEY, "2"]), 1);
+    let mut waiter = enqueue_command(&source, &["LATCH.AWAIT", KEY, "WAIT", "0"]);
+    let port = move_key(&source, &target, &slot);
+    match waiter.reply() {
+        Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
+        other => panic!("a latch that moved released its waiter: {other:?}"),
+    }
+    let target_id = id(&target);
+    for con in [&mut s, &mut t] {
+        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
+        assert_eq!(raw(con, &done), Value::Okay);
+    }
+    assert_eq!(int(&mut t, &["LATCH.COUNT", KEY]), 2);
+    let mut waiter = enqueue_command(&target, &["LATCH.AWAIT", KEY, "WAIT", "0"]);
+    assert_eq!(int(&mut t, &["LATCH.COUNTDOWN", KEY]), 1);
+    assert_eq!(
+        waiter.reply_within(std::time::Duration::from_millis(200)),
+        None
+    );
+    assert_eq!(int(&mut t, &["LATCH.COUNTDOWN", KEY]), 0);
+    assert_eq!(waiter.reply(), Reply::Int(1));
+    assert_alive(&mut source);
+}
