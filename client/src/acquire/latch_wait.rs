@@ -4,7 +4,8 @@
 //! wait runs in its caller's future, and in a task of its own once that is dropped
 //! (`detach.rs`), where it cancels its ticket (`LOCK.CANCEL`) or kills its connection: a
 //! dropped wait leaves nothing queued on the server. A latch's outcome holds nothing, so
-//! nothing is released afterwards.
+//! nothing is released afterwards. After a failover or a move of the latch's slot, the wait
+//! queues again where the latch is now, as an acquisition does (`recover.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::acquire::detach::Detached;
+use crate::acquire::recover::{Next, Setbacks};
 use crate::acquire::ticket::Waited;
 use crate::acquire::wait::Wait;
 use crate::core::shared::Core;
@@ -47,7 +49,18 @@ async fn run(
         lease_ms: 0,
         deadline: limit.map(|limit| Instant::now() + limit),
     };
-    let opened = once(&wait, &mut reply).await;
+    let mut setbacks = Setbacks::default();
+    let opened = loop {
+        let err = match once(&wait, &mut reply).await {
+            Err(err) => err,
+            done => break done,
+        };
+        // A failover, or the latch's slot moving: the wait queues again where it is now.
+        match wait.after_error_granting_nothing(&err, &mut setbacks).await {
+            Next::Retry(pause) => tokio::time::sleep(pause).await,
+            Next::Adopt(..) | Next::Fail => break Err(err),
+        }
+    };
     drop(reply.send(opened));
 }
 

@@ -77,14 +77,28 @@ impl Wait<'_> {
             Error::Unresponsive { .. } if std::mem::take(&mut setbacks.abandoned) => Next::Fail,
             Error::Unresponsive { .. } => self.adopt_or(Next::Fail, setbacks).await,
             Error::Redis(e) if e.is_io_error() => {
-                let again = setbacks.retries < self.core.options().retry_count();
-                if !again {
-                    let otherwise = self.through_outage(err, setbacks).await;
-                    return self.adopt_or(otherwise, setbacks).await;
+                let next = self.after_error_granting_nothing(err, setbacks).await;
+                self.adopt_or(next, setbacks).await
+            }
+            _ => self.after_error_granting_nothing(err, setbacks).await,
+        }
+    }
+
+    /// What to do after `err` when there is no grant to adopt (a latch's wait opens
+    /// nothing that is held): retry on a fresh connection, queue again, or give up.
+    pub(crate) async fn after_error_granting_nothing(
+        &self,
+        err: &Error,
+        setbacks: &mut Setbacks,
+    ) -> Next {
+        match err {
+            Error::Redis(e) if e.is_io_error() => {
+                if setbacks.retries >= self.core.options().retry_count() {
+                    return self.through_outage(err, setbacks).await;
                 }
                 setbacks.retries += 1;
-                tracing::debug!(key = %self.key, %err, "connection broke; acquiring on a fresh one");
-                self.adopt_or(Next::Retry(Duration::ZERO), setbacks).await
+                tracing::debug!(key = %self.key, %err, "connection broke; waiting on a fresh one");
+                Next::Retry(Duration::ZERO)
             }
             Error::ReadOnly { .. } => self.requeue(err, setbacks).await,
             Error::Redis(e) if matches!(e.code(), Some("TRYAGAIN" | "UNBLOCKED")) => {
