@@ -17,6 +17,7 @@ use crate::sentinel::role;
 use crate::topology::{Deployment, Topology, DOWN_AFTER_MS, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::rw::RW_KEYS;
+use crate::workers::sem::SEM_KEYS;
 use crate::workers::LEASE;
 
 /// Every fault's name (the `FAULTS` list takes these).
@@ -104,8 +105,19 @@ impl Injector<'_> {
             "holder-kill" => self.holder(true),
             "promote" => self.promote(d),
             "migrate" => {
-                // A plain lock's slot, or a read-write lock's.
-                let keys = ["chaos:a", "chaos:b", "chaos:c", RW_KEYS[0], RW_KEYS[1]];
+                // A plain lock's slot, a read-write lock's, a semaphore's, or the slot
+                // of a latch worker's keys.
+                let keys = [
+                    "chaos:a",
+                    "chaos:b",
+                    "chaos:c",
+                    RW_KEYS[0],
+                    RW_KEYS[1],
+                    SEM_KEYS[0],
+                    SEM_KEYS[1],
+                    "latch:{latch0}",
+                    "latch:{latch1}",
+                ];
                 let key = *self.rng.pick(&keys);
                 let what = self.deployment.migrate_slot(key, self.rng.next());
                 what.and_then(|w| self.record(w))
