@@ -263,7 +263,7 @@ pub fn learn_token(
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
 ) -> Result<(), LockError> {
-    learned(LockKey::open(ctx, name, Mode::Read)?.read())
+    learned(&LockKey::open(ctx, name, Mode::Read)?)
 }
 
 /// [`learn_token`] through a key Redis opened (a keyspace scan's): it stays open.
@@ -273,15 +273,26 @@ pub fn learn_token_of(
     key: *mut raw::RedisModuleKey,
 ) -> Result<(), LockError> {
     let key = ManuallyDrop::new(LockKey { ctx, key, name });
-    learned(key.read())
+    learned(&key)
 }
 
-/// A key that is not a lock teaches nothing, and is no error.
-fn learned(read: Result<Option<Holding>, LockError>) -> Result<(), LockError> {
-    match read {
+/// The counter learns the tokens of the key, whatever its kind: a plain lock's, or every
+/// holder's of a semaphore or a read-write lock (whose commands mostly read only the
+/// caller's own fields, so they would not see them). A key that is none of them teaches
+/// nothing (a hash is read whole only when its shape says it is one), and is no error.
+fn learned(key: &LockKey) -> Result<(), LockError> {
+    let found = |read: Result<bool, LockError>| match read {
         Err(LockError::MissingApi(api)) => Err(LockError::MissingApi(api)),
-        _ => Ok(()),
+        Ok(found) => Ok(found),
+        Err(_) => Ok(false),
+    };
+    if found(key.read().map(|h| h.is_some()))? || found(key.read_sem().map(|s| s.is_some()))? {
+        return Ok(());
     }
+    if found(key.rw_marked())? {
+        found(key.read_rw().map(|s| s.is_some()))?;
+    }
+    Ok(())
 }
 
 /// The `@token` field name.

@@ -52,6 +52,16 @@ impl LockKey {
         Ok(Some(state))
     }
 
+    /// Whether the key is a read-write lock the module wrote (its `@w` mark): one lookup.
+    pub fn rw_marked(&self) -> Result<bool, LockError> {
+        if self.hash_len()?.is_none() {
+            return Ok(false);
+        }
+        let none = ptr::null_mut();
+        let [w, ..] = self.get4([writer_field()?, none, none, none]);
+        Ok(w.is_some())
+    }
+
     /// A few field lookups: the `@w` mark, `owner`'s own fields, and the writer's lease
     /// (`fields` 0: no key; `WRONGTYPE` when the key is not a hash).
     pub fn glance(&self, owner: &Name<'_>) -> Result<Glance, LockError> {

@@ -347,3 +347,68 @@ fn a_latchs_waiter_is_redirected_when_its_slot_moves_not_released() {
     assert_eq!(waiter.reply(), Reply::Int(1));
     assert_alive(&mut source);
 }
+
+/// A node whose token counter runs ahead (by `LOCK.RAISE`, as a RedLock raises it): the
+/// tokens of the semaphore and the read-write lock it hands to another node are above that
+/// node's counter, which must learn them so that the key's tokens never go back.
+#[test]
+fn a_semaphore_or_read_write_lock_moved_to_another_node_teaches_it_its_tokens() {
+    let (source, target) = two_masters();
+    let (mut s, mut t) = (source.conn(), target.conn());
+    let other = "{lock:a}:raise";
+    let token = int(&mut s, &["LOCK.ACQUIRE", other, "o", "LEASE", "60000"]);
+    let ahead = (token + 1_500_000).to_string();
+    let raise = ["LOCK.RAISE", other, "o", &token.to_string(), &ahead];
+    assert!(int(&mut s, &raise) >= token + 1_500_000);
+    let (sem, rw) = ("{lock:a}:sem", "{lock:a}:rw");
+    int(&mut s, &["SEM.PERMITS", sem, "2"]);
+    let held = [
+        int(&mut s, &["SEM.ACQUIRE", sem, "a", "1", "LEASE", "60000"]),
+        int(
+            &mut s,
+            &["RWLOCK.ACQUIRE", rw, "r", "READ", "LEASE", "60000"],
+        ),
+    ];
+    let slot = slot_of(&mut s, KEY);
+    let (source_id, target_id) = (id(&source), id(&target));
+    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
+    assert_eq!(raw(&mut t, &importing), Value::Okay);
+    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
+    assert_eq!(raw(&mut s, &migrating), Value::Okay);
+    let port = target.port().to_string();
+    let moved = [
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        sem,
+        rw,
+        other,
+    ];
+    assert_eq!(raw(&mut s, &moved), Value::Okay);
+    for con in [&mut s, &mut t] {
+        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
+        assert_eq!(raw(con, &done), Value::Okay);
+    }
+    // The read-write lock first: its holder's token is the later one.
+    let fresh_rw = int(
+        &mut t,
+        &["RWLOCK.ACQUIRE", rw, "r2", "READ", "LEASE", "60000"],
+    );
+    let fresh = [
+        int(&mut t, &["SEM.ACQUIRE", sem, "b", "1", "LEASE", "60000"]),
+        fresh_rw,
+    ];
+    for (what, (before, after)) in ["semaphore", "read-write lock"]
+        .iter()
+        .zip(held.iter().zip(fresh))
+    {
+        assert!(
+            after > *before,
+            "{what}: token {after} after {before}: back"
+        );
+    }
+}
