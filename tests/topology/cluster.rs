@@ -65,15 +65,30 @@ fn slot_of(con: &mut redis::Connection, key: &str) -> String {
 /// Starts moving `slot` from `source` to `target` and migrates [`KEY`] there (the slot is
 /// left migrating and importing); the target's port.
 fn move_key(source: &Server, target: &Server, slot: &str) -> String {
+    move_keys(source, target, slot, &[KEY])
+}
+
+/// [`move_key`] for `keys` (of `slot`).
+fn move_keys(source: &Server, target: &Server, slot: &str, keys: &[&str]) -> String {
     let (source_id, target_id) = (id(source), id(target));
     let importing = ["CLUSTER", "SETSLOT", slot, "IMPORTING", &source_id];
     assert_eq!(raw(&mut target.conn(), &importing), Value::Okay);
     let migrating = ["CLUSTER", "SETSLOT", slot, "MIGRATING", &target_id];
     assert_eq!(raw(&mut source.conn(), &migrating), Value::Okay);
     let port = target.port().to_string();
-    let moved = ["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", KEY];
+    let mut moved = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+    moved.extend_from_slice(keys);
     assert_eq!(raw(&mut source.conn(), &moved), Value::Okay);
     port
+}
+
+/// Ends the move of `slot`: it belongs to `target`, on both nodes.
+fn finish_move(source: &Server, target: &Server, slot: &str) {
+    let target_id = id(target);
+    for server in [target, source] {
+        let done = ["CLUSTER", "SETSLOT", slot, "NODE", &target_id];
+        assert_eq!(raw(&mut server.conn(), &done), Value::Okay);
+    }
 }
 
 #[test]
@@ -267,11 +282,7 @@ fn a_read_write_locks_waiter_is_redirected_when_its_slot_moves() {
         Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
         other => panic!("the waiter got {other:?}"),
     }
-    let target_id = id(&target);
-    for con in [&mut s, &mut t] {
-        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
-        assert_eq!(raw(con, &done), Value::Okay);
-    }
+    finish_move(&source, &target, &slot);
     // The writer holds it on the target with its token; the reader waits there and gets it.
     let mut waiter = enqueue_command(&target, &read);
     let renew = ["RWLOCK.RENEW", KEY, "w", "TOKEN", &token.to_string()];
@@ -299,11 +310,7 @@ fn a_semaphores_waiter_is_redirected_when_its_slot_moves_and_holders_keep_their_
         Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
         other => panic!("the waiter got {other:?}"),
     }
-    let target_id = id(&target);
-    for con in [&mut s, &mut t] {
-        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
-        assert_eq!(raw(con, &done), Value::Okay);
-    }
+    finish_move(&source, &target, &slot);
     // The holder keeps its permits and token on the target; the waiter waits there.
     let mut waiter = enqueue_command(&target, &ask);
     let renew = ["SEM.RENEW", KEY, "a", "TOKEN", &token.to_string()];
@@ -331,11 +338,7 @@ fn a_latchs_waiter_is_redirected_when_its_slot_moves_not_released() {
         Reply::Error(e) => assert_eq!(e, format!("ASK {slot} 127.0.0.1:{port}")),
         other => panic!("a latch that moved released its waiter: {other:?}"),
     }
-    let target_id = id(&target);
-    for con in [&mut s, &mut t] {
-        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
-        assert_eq!(raw(con, &done), Value::Okay);
-    }
+    finish_move(&source, &target, &slot);
     assert_eq!(int(&mut t, &["LATCH.COUNT", KEY]), 2);
     let mut waiter = enqueue_command(&target, &["LATCH.AWAIT", KEY, "WAIT", "0"]);
     assert_eq!(int(&mut t, &["LATCH.COUNTDOWN", KEY]), 1);
@@ -370,29 +373,8 @@ fn a_semaphore_or_read_write_lock_moved_to_another_node_teaches_it_its_tokens() 
         ),
     ];
     let slot = slot_of(&mut s, KEY);
-    let (source_id, target_id) = (id(&source), id(&target));
-    let importing = ["CLUSTER", "SETSLOT", &slot, "IMPORTING", &source_id];
-    assert_eq!(raw(&mut t, &importing), Value::Okay);
-    let migrating = ["CLUSTER", "SETSLOT", &slot, "MIGRATING", &target_id];
-    assert_eq!(raw(&mut s, &migrating), Value::Okay);
-    let port = target.port().to_string();
-    let moved = [
-        "MIGRATE",
-        "127.0.0.1",
-        &port,
-        "",
-        "0",
-        "5000",
-        "KEYS",
-        sem,
-        rw,
-        other,
-    ];
-    assert_eq!(raw(&mut s, &moved), Value::Okay);
-    for con in [&mut s, &mut t] {
-        let done = ["CLUSTER", "SETSLOT", &slot, "NODE", &target_id];
-        assert_eq!(raw(con, &done), Value::Okay);
-    }
+    move_keys(&source, &target, &slot, &[sem, rw, other]);
+    finish_move(&source, &target, &slot);
     // The read-write lock first: its holder's token is the later one.
     let fresh_rw = int(
         &mut t,
