@@ -127,7 +127,7 @@ fn serve_first(
         },
         SemStep::TooMany { total } => {
             // Gone with its slot to another node: the waits are sent there.
-            if total == 0 {
+            if total == 0 && matches!(key.read_sem(), Ok(None)) {
                 if let Some(redirect) = gate::served_elsewhere(ctx, key.name()) {
                     finish::refuse_queue(ctx, db, key.name(), &redirect);
                     return Ok(Some(None));
