@@ -374,3 +374,46 @@ fn a_demotion_with_a_parked_grants_call_leaves_the_server_running() {
     );
     assert!(server.is_running(), "{}", server.log());
 }
+
+/// The ticket commands of the other families refuse a push they cannot make in their own
+/// name, with the same reasons as `LOCK.WAIT`.
+#[test]
+fn each_ticket_command_names_itself_when_it_cannot_push() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "1"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "a", "1"]);
+    int(&mut con, &["RWLOCK.ACQUIRE", "r", "a", "WRITE"]);
+    int(&mut con, &["LATCH.SET", "l", "1"]);
+    let mut plain = Receiver::resp2(&server);
+    let refused = |reply: Value| error_text(&reply).unwrap_or_else(|| panic!("{reply:?}"));
+    let calls: [(&str, &[&str]); 3] = [
+        ("SEM.WAIT", &["SEM.WAIT", "s", "b", "1"]),
+        ("RWLOCK.WAIT", &["RWLOCK.WAIT", "r", "b", "READ"]),
+        ("LATCH.WAIT", &["LATCH.WAIT", "l"]),
+    ];
+    for (name, call) in calls {
+        let text = refused(plain.call(call));
+        assert_eq!(text, format!("ERR {name} without TO needs RESP3 (HELLO 3)"));
+    }
+    plain.call(&["HELLO", "3"]);
+    for (name, call) in calls {
+        let text = refused(plain.call(call));
+        let expected = format!(
+            "ERR subscribe to __rlock__:{} first ({name} without TO pushes outcomes there)",
+            plain.id
+        );
+        assert_eq!(text, expected);
+        let script = format!("return redis.call('{name}', {})", {
+            let args: Vec<String> = call[1..].iter().map(|a| format!("'{a}'")).collect();
+            args.join(", ")
+        });
+        let text = refused(plain.call(&["EVAL", &script, "0"]));
+        assert!(
+            text.contains(&format!("{name} inside a script needs TO")),
+            "{text}"
+        );
+    }
+    let queued = support::info_field(&mut con, "rlock", "rlock_waiters");
+    assert_eq!(queued.as_deref(), Some("0"), "nothing was queued");
+}

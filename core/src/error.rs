@@ -129,12 +129,13 @@ pub enum LockError {
         name: &'static str,
         expected: &'static str,
     },
-    /// `LOCK.WAIT` without `TO` (a push to the caller) on a RESP2 connection.
-    WaitNeedsResp3,
-    /// `LOCK.WAIT` without `TO` where a push cannot go (a cluster, a script).
-    WaitNeedsTo(&'static str),
-    /// `LOCK.WAIT` without `TO` by a connection not subscribed to its channel.
-    NotSubscribed(u64),
+    /// A ticket command (`LOCK.WAIT`, `RWLOCK.WAIT`, `SEM.WAIT`, `LATCH.WAIT`, named) without
+    /// `TO` (a push to the caller) on a RESP2 connection.
+    WaitNeedsResp3(&'static str),
+    /// A ticket command (named) without `TO` where a push cannot go (a cluster, a script).
+    WaitNeedsTo(&'static str, &'static str),
+    /// A ticket command (named) without `TO` by a connection not subscribed to its channel.
+    NotSubscribed(&'static str, u64),
     /// `LOCK.WAIT ... TO id` naming no connection.
     NoClient(u64),
     /// `LOCK.WAIT ... TO id` naming a connection of another ACL user.
@@ -264,16 +265,16 @@ impl fmt::Display for LockError {
             }
             LockError::Fence(e) => e.fmt(f),
             LockError::BadArg { name, expected } => write!(f, "ERR {name} must be {expected}"),
-            LockError::WaitNeedsResp3 => {
-                f.write_str("ERR LOCK.WAIT without TO needs RESP3 (HELLO 3)")
+            LockError::WaitNeedsResp3(command) => {
+                write!(f, "ERR {command} without TO needs RESP3 (HELLO 3)")
             }
-            LockError::WaitNeedsTo(place) => write!(
+            LockError::WaitNeedsTo(command, place) => write!(
                 f,
-                "ERR LOCK.WAIT {place} needs TO <client id> (outcomes read with LOCK.GRANTS)"
+                "ERR {command} {place} needs TO <client id> (outcomes read with LOCK.GRANTS)"
             ),
-            LockError::NotSubscribed(id) => write!(
+            LockError::NotSubscribed(command, id) => write!(
                 f,
-                "ERR subscribe to __rlock__:{id} first (LOCK.WAIT without TO pushes outcomes there)"
+                "ERR subscribe to __rlock__:{id} first ({command} without TO pushes outcomes there)"
             ),
             LockError::NoClient(id) => write!(f, "ERR no client {id}"),
             LockError::ToOtherUser(id) => write!(

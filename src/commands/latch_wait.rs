@@ -24,7 +24,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         return reply_pair(ctx, c"done", 1);
     }
     let me = tickets::me(ctx)?;
-    let to = receiver::choose(ctx, &me, to)?;
+    let to = receiver::choose(ctx, &me, to, "LATCH.WAIT")?;
     let db = node::selected_db(ctx);
     let route = Route { sender: &me, to };
     let id = ticket_wait::queue(ctx, (db, &key), (b"", Kind::Latch), (0, wait), None, route)?;

@@ -22,7 +22,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let parsed = parse(args.bytes(), node::now_ms())?;
     gate::client_writes(ctx)?;
     let me = tickets::me(ctx)?;
-    let to = receiver::choose(ctx, &me, parsed.to)?;
+    let to = receiver::choose(ctx, &me, parsed.to, "LOCK.WAIT")?;
     let lease = parsed.options.lease.unwrap_or_else(config::default_lease);
     let (key, db, held_back) =
         match take::attempt(ctx, args.key()?, (args.name(2)?, parsed.owner), lease)? {

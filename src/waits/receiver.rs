@@ -19,9 +19,15 @@ pub struct To {
     pub delivery: Delivery,
 }
 
-/// Who gets the outcome: the connection `TO` names (pull), which must run as the caller's
-/// ACL user, or the caller (push), which must be able to see it.
-pub fn choose(ctx: *mut raw::RedisModuleCtx, me: &Me, to: Option<u64>) -> Result<To, LockError> {
+/// Who gets the outcome of the ticket command `command`: the connection `TO` names (pull),
+/// which must run as the caller's ACL user, or the caller (push), which must be able to see
+/// it.
+pub fn choose(
+    ctx: *mut raw::RedisModuleCtx,
+    me: &Me,
+    to: Option<u64>,
+    command: &'static str,
+) -> Result<To, LockError> {
     if let Some(id) = to {
         let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
         info.version = 1;
@@ -40,18 +46,18 @@ pub fn choose(ctx: *mut raw::RedisModuleCtx, me: &Me, to: Option<u64>) -> Result
     }
     let flags = node::flags(ctx);
     if flags & raw::REDISMODULE_CTX_FLAGS_LUA != 0 {
-        return Err(LockError::WaitNeedsTo("inside a script"));
+        return Err(LockError::WaitNeedsTo(command, "inside a script"));
     }
     if node::is_cluster(ctx) {
-        return Err(LockError::WaitNeedsTo("in a cluster"));
+        return Err(LockError::WaitNeedsTo(command, "in a cluster"));
     }
     if flags & raw::REDISMODULE_CTX_FLAGS_RESP3 == 0 {
-        return Err(LockError::WaitNeedsResp3);
+        return Err(LockError::WaitNeedsResp3(command));
     }
     let id = me.id;
     if !tickets::subscribed(id, false) {
         if !has_subscriber(ctx, id)? {
-            return Err(LockError::NotSubscribed(id));
+            return Err(LockError::NotSubscribed(command, id));
         }
         tickets::subscribed(id, true);
     }

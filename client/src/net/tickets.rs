@@ -74,7 +74,9 @@ impl Tickets {
     /// pulled ([`Tickets::take_pull`]).
     pub(crate) fn needs_to(err: &RedisError) -> bool {
         let detail = err.detail().unwrap_or_default().to_ascii_lowercase();
-        err.code() == Some("ERR") && detail.starts_with("lock.wait") && detail.contains("needs to")
+        // `LOCK.WAIT ...`, or the ticket command of another kind (`SEM.WAIT ...`).
+        let command = detail.split_whitespace().next().unwrap_or_default();
+        err.code() == Some("ERR") && command.ends_with(".wait") && detail.contains("needs to")
     }
 
     /// From now on, waits on `node` are pulled (`pull.rs`).
@@ -194,6 +196,7 @@ mod tests {
         let unsupported = [
             "ERR unknown command 'LOCK.WAIT', with args beginning with: 'k' 'o' ",
             "ERR LOCK.WAIT without TO needs RESP3 (HELLO 3)",
+            "ERR SEM.WAIT without TO needs RESP3 (HELLO 3)",
         ];
         for line in unsupported {
             assert!(Tickets::unsupported(&server_error(line)), "{line}");
@@ -211,7 +214,13 @@ mod tests {
         let cluster =
             "ERR LOCK.WAIT in a cluster needs TO <client id> (outcomes read with LOCK.GRANTS)";
         assert!(Tickets::needs_to(&server_error(cluster)));
+        let other_kind =
+            "ERR RWLOCK.WAIT in a cluster needs TO <client id> (outcomes read with LOCK.GRANTS)";
+        assert!(Tickets::needs_to(&server_error(other_kind)));
         assert!(!Tickets::needs_to(&server_error("ERR TOKEN needs a value")));
+        let subscribe =
+            "ERR subscribe to __rlock__:7 first (SEM.WAIT without TO pushes outcomes there)";
+        assert!(!Tickets::needs_to(&server_error(subscribe)));
         let refused = RedisError::from((redis::ErrorKind::Client, BLOCKING_ONLY));
         assert!(Tickets::unsupported(&refused));
         assert!(!Tickets::unsupported(&broken()));
