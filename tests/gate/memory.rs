@@ -33,6 +33,24 @@ pub fn each_gets_oom(con: &mut redis::Connection, waiters: &mut [super::wire::Wi
     }
 }
 
+/// Five waiters queue with `wait(i)` (a blocking command each) on a held key, the server
+/// goes over `maxmemory` and evicts it: each waiter gets `-OOM`, nothing is handed on.
+pub fn evicted_with_five_waiters(server: &Server, wait: impl Fn(usize) -> Vec<String>) {
+    let mut con = server.conn();
+    let mut waiters: Vec<_> = (0..5)
+        .map(|i| {
+            let command = wait(i);
+            let command: Vec<&str> = command.iter().map(String::as_str).collect();
+            super::enqueue_command(server, &command)
+        })
+        .collect();
+    squeeze(&mut con);
+    each_gets_oom(&mut con, &mut waiters);
+    assert_eq!(super::rlock_info(&mut con, "rlock_handoffs"), 0);
+    let unlimited = raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(unlimited, Value::Okay);
+}
+
 /// Sets `maxmemory` to 100 kB under what the server uses now: over the limit from then on.
 pub fn squeeze(con: &mut redis::Connection) {
     let used: i64 = info_field(con, "memory", "used_memory")

@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
-use super::memory::{each_gets_oom, squeeze};
+use super::memory::evicted_with_five_waiters;
 use super::support::proxy::Proxy;
 use super::support::{int, raw, Server};
 use super::wire::Reply;
-use super::{enqueue_command, replica_through, rlock_info};
+use super::{enqueue_command, replica_through};
 
 const DELAY_MS: u64 = 3000;
 
@@ -59,20 +59,12 @@ fn a_read_write_lock_evicted_with_waiters_is_not_handed_on() {
         &mut con,
         &["RWLOCK.ACQUIRE", "L", "w", "WRITE", "LEASE", "60000"],
     );
-    let mut waiters: Vec<_> = (0..5)
-        .map(|i| {
-            let owner = format!("r{i}");
-            let cmd = ["RWLOCK.ACQUIRE", "L", &owner, "READ", "WAIT", "0"];
-            enqueue_command(&server, &cmd)
-        })
-        .collect();
-    squeeze(&mut con);
-    each_gets_oom(&mut con, &mut waiters);
-    assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
-    assert_eq!(
-        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
-        Value::Okay
-    );
+    evicted_with_five_waiters(&server, |i| {
+        let owner = format!("r{i}");
+        ["RWLOCK.ACQUIRE", "L", &owner, "READ", "WAIT", "0"]
+            .map(str::to_owned)
+            .to_vec()
+    });
 }
 
 /// As for a plain lock: a read hold released on the old master and handed to a writer there

@@ -3,12 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use redis::Value;
-
-use super::memory::{each_gets_oom, squeeze};
-use super::support::{int, raw, wait_until, Server};
+use super::memory::evicted_with_five_waiters;
+use super::support::{int, wait_until, Server};
 use super::wire::{Reply, Wire};
-use super::{assert_alive, enqueue_command, rlock_info, SETTLE};
+use super::{assert_alive, enqueue_command, SETTLE};
 
 #[test]
 fn a_semaphore_evicted_with_waiters_is_not_handed_on() {
@@ -17,19 +15,12 @@ fn a_semaphore_evicted_with_waiters_is_not_handed_on() {
     let mut con = server.conn();
     int(&mut con, &["SEM.PERMITS", "s", "1"]);
     int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "60000"]);
-    let mut waiters: Vec<_> = (0..5)
-        .map(|i| {
-            let owner = format!("w{i}");
-            enqueue_command(&server, &["SEM.ACQUIRE", "s", &owner, "1", "WAIT", "0"])
-        })
-        .collect();
-    squeeze(&mut con);
-    each_gets_oom(&mut con, &mut waiters);
-    assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
-    assert_eq!(
-        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
-        Value::Okay
-    );
+    evicted_with_five_waiters(&server, |i| {
+        let owner = format!("w{i}");
+        ["SEM.ACQUIRE", "s", &owner, "1", "WAIT", "0"]
+            .map(str::to_owned)
+            .to_vec()
+    });
 }
 
 #[test]
