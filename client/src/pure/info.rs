@@ -23,11 +23,8 @@ pub struct LockInfo {
 impl LockInfo {
     /// Reads a `LOCK.INFO` reply: nil, a RESP2 flat field-value array, or a RESP3 map.
     pub(crate) fn from_reply(reply: Value) -> RedisResult<Option<LockInfo>> {
-        let pairs: Vec<(Value, Value)> = match reply {
-            Value::Nil => return Ok(None),
-            Value::Map(pairs) => pairs,
-            Value::Array(items) => pair_up(items)?,
-            other => return Err(malformed(&format!("unexpected reply {other:?}"))),
+        let Some(pairs) = pairs(reply, MALFORMED)? else {
+            return Ok(None);
         };
         let mut info = LockInfo {
             owner: String::new(),
@@ -41,10 +38,7 @@ impl LockInfo {
             match field.as_str() {
                 "owner" => info.owner = redis::from_redis_value(value)?,
                 "holds" => info.holds = redis::from_redis_value(value)?,
-                "ttl" => {
-                    let ms: i64 = redis::from_redis_value(value)?;
-                    info.ttl = u64::try_from(ms).ok().map(Duration::from_millis);
-                }
+                "ttl" => info.ttl = ttl(redis::from_redis_value(value)?),
                 "token" => info.token = redis::from_redis_value(value)?,
                 "waiters" => info.waiters = redis::from_redis_value(value)?,
                 _ => {}
@@ -54,24 +48,45 @@ impl LockInfo {
     }
 }
 
-fn pair_up(items: Vec<Value>) -> RedisResult<Vec<(Value, Value)>> {
+const MALFORMED: &str = "malformed LOCK.INFO reply";
+
+/// The field-value pairs of an INFO command's reply (`LOCK.INFO`, `RWLOCK.INFO`,
+/// `SEM.INFO`): a RESP2 flat array or a RESP3 map; `None` for nil. Errors say `malformed`.
+pub(crate) fn pairs(
+    reply: Value,
+    malformed: &'static str,
+) -> RedisResult<Option<Vec<(Value, Value)>>> {
+    let items = match reply {
+        Value::Nil => return Ok(None),
+        Value::Map(pairs) => return Ok(Some(pairs)),
+        Value::Array(items) => items,
+        other => return Err(error(malformed, &format!("unexpected reply {other:?}"))),
+    };
     if !items.len().is_multiple_of(2) {
-        return Err(malformed("odd number of elements"));
+        return Err(error(malformed, "odd number of elements"));
     }
     let mut items = items.into_iter();
     let mut pairs = Vec::new();
     while let (Some(field), Some(value)) = (items.next(), items.next()) {
         pairs.push((field, value));
     }
-    Ok(pairs)
+    Ok(Some(pairs))
 }
 
-fn malformed(what: &str) -> RedisError {
-    RedisError::from((
-        ErrorKind::UnexpectedReturnType,
-        "malformed LOCK.INFO reply",
-        what.to_owned(),
-    ))
+/// A list of an INFO reply (holders, queued waits), each element read by `each`.
+pub(crate) fn list<T>(value: Value, each: fn(Value) -> RedisResult<T>) -> RedisResult<Vec<T>> {
+    let items: Vec<Value> = redis::from_redis_value(value)?;
+    items.into_iter().map(each).collect()
+}
+
+/// A time to live in milliseconds as INFO replies give it: `None` when negative (no TTL).
+pub(crate) fn ttl(ms: i64) -> Option<Duration> {
+    u64::try_from(ms).ok().map(Duration::from_millis)
+}
+
+/// An INFO reply that is not of its command's shape: `malformed` says which, `what` how.
+pub(crate) fn error(malformed: &'static str, what: &str) -> RedisError {
+    RedisError::from((ErrorKind::UnexpectedReturnType, malformed, what.to_owned()))
 }
 
 #[cfg(test)]

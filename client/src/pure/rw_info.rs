@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use redis::{ErrorKind, RedisError, RedisResult, Value};
+use redis::{RedisResult, Value};
+
+use crate::pure::info::{self, error, list, pairs};
 
 /// A mode of a read-write lock: who holds it, or what a queued wait asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,14 +48,8 @@ pub struct RwLockInfo {
 impl RwLockInfo {
     /// Reads an `RWLOCK.INFO` reply: nil, a RESP2 flat field-value array, or a RESP3 map.
     pub(crate) fn from_reply(reply: Value) -> RedisResult<Option<RwLockInfo>> {
-        let pairs: Vec<(Value, Value)> = match reply {
-            Value::Nil => return Ok(None),
-            Value::Map(pairs) => pairs,
-            Value::Array(items) if items.len() % 2 == 0 => {
-                let mut items = items.into_iter();
-                std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect()
-            }
-            other => return Err(malformed(&format!("unexpected reply {other:?}"))),
+        let Some(pairs) = pairs(reply, MALFORMED)? else {
+            return Ok(None);
         };
         let mut info = RwLockInfo {
             mode: RwMode::Read,
@@ -80,15 +76,10 @@ impl RwLockInfo {
     }
 }
 
-fn list<T>(value: Value, each: fn(Value) -> RedisResult<T>) -> RedisResult<Vec<T>> {
-    let items: Vec<Value> = redis::from_redis_value(value)?;
-    items.into_iter().map(each).collect()
-}
-
 fn holder(value: Value) -> RedisResult<RwHolder> {
-    let (owner, reads, writes, ttl, token): (String, u64, u64, i64, u64) =
+    let (owner, reads, writes, ttl_ms, token): (String, u64, u64, i64, u64) =
         redis::from_redis_value(value)?;
-    let ttl = u64::try_from(ttl).ok().map(Duration::from_millis);
+    let ttl = info::ttl(ttl_ms);
     Ok(RwHolder {
         owner,
         reads,
@@ -108,17 +99,11 @@ fn mode(value: Value) -> RedisResult<RwMode> {
     match text.to_ascii_lowercase().as_str() {
         "read" => Ok(RwMode::Read),
         "write" => Ok(RwMode::Write),
-        other => Err(malformed(&format!("unknown mode {other:?}"))),
+        other => Err(error(MALFORMED, &format!("unknown mode {other:?}"))),
     }
 }
 
-fn malformed(what: &str) -> RedisError {
-    RedisError::from((
-        ErrorKind::UnexpectedReturnType,
-        "malformed RWLOCK.INFO reply",
-        what.to_owned(),
-    ))
-}
+const MALFORMED: &str = "malformed RWLOCK.INFO reply";
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use redis::{ErrorKind, RedisError, RedisResult, Value};
+use redis::{RedisResult, Value};
+
+use crate::pure::info::{self, list, pairs};
 
 /// One holder of a semaphore, as `SEM.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,14 +39,8 @@ pub struct SemaphoreInfo {
 impl SemaphoreInfo {
     /// Reads a `SEM.INFO` reply: nil, a RESP2 flat field-value array, or a RESP3 map.
     pub(crate) fn from_reply(reply: Value) -> RedisResult<Option<SemaphoreInfo>> {
-        let pairs: Vec<(Value, Value)> = match reply {
-            Value::Nil => return Ok(None),
-            Value::Map(pairs) => pairs,
-            Value::Array(items) if items.len() % 2 == 0 => {
-                let mut items = items.into_iter();
-                std::iter::from_fn(|| Some((items.next()?, items.next()?))).collect()
-            }
-            other => return Err(malformed(&format!("unexpected reply {other:?}"))),
+        let Some(pairs) = pairs(reply, MALFORMED)? else {
+            return Ok(None);
         };
         let mut info = SemaphoreInfo {
             permits: 0,
@@ -73,14 +69,9 @@ impl SemaphoreInfo {
     }
 }
 
-fn list<T>(value: Value, each: fn(Value) -> RedisResult<T>) -> RedisResult<Vec<T>> {
-    let items: Vec<Value> = redis::from_redis_value(value)?;
-    items.into_iter().map(each).collect()
-}
-
 fn holder(value: Value) -> RedisResult<SemHolder> {
-    let (owner, permits, ttl, token): (String, u64, i64, u64) = redis::from_redis_value(value)?;
-    let ttl = u64::try_from(ttl).ok().map(Duration::from_millis);
+    let (owner, permits, ttl_ms, token): (String, u64, i64, u64) = redis::from_redis_value(value)?;
+    let ttl = info::ttl(ttl_ms);
     Ok(SemHolder {
         owner,
         permits,
@@ -93,13 +84,7 @@ fn queued(value: Value) -> RedisResult<(String, u64)> {
     Ok(redis::from_redis_value(value)?)
 }
 
-fn malformed(what: &str) -> RedisError {
-    RedisError::from((
-        ErrorKind::UnexpectedReturnType,
-        "malformed SEM.INFO reply",
-        what.to_owned(),
-    ))
-}
+const MALFORMED: &str = "malformed SEM.INFO reply";
 
 #[cfg(test)]
 mod tests {
