@@ -60,6 +60,32 @@ pub enum Door {
     Shut(Verdict),
 }
 
+/// A fresh holding of `kind` asked inside a client's command, before any wait: through the
+/// door, its token and lease end; or, when the gate holds it back, when to ask again (if
+/// the gate said). Counted in `acquired`.
+pub fn take_in_command(
+    ctx: *mut raw::RedisModuleCtx,
+    key: &LockKey,
+    over: Over,
+    (owner, kind, lease_ms): (Name<'_>, Kind, i64),
+) -> Result<Result<(i64, i64), Option<i64>>, LockError> {
+    let claim = Claim {
+        owner,
+        lease_ms,
+        wait_until: None,
+        in_command: true,
+        kind,
+    };
+    Ok(match fresh_holding(ctx, key, over, &claim)? {
+        Door::Held { token, deadline_ms } => {
+            counters::ACQUIRED.bump();
+            Ok((token, deadline_ms))
+        }
+        Door::Shut(Verdict::Later(at)) => Err(Some(at)),
+        Door::Shut(_) => Err(None),
+    })
+}
+
 /// The one door: asks the gate once, and on its word writes a fresh holding of `claim`
 /// (count 1, a fresh token) over what `key` holds, replicated.
 pub fn fresh_holding(

@@ -6,9 +6,9 @@
 
 use redis_module::raw;
 
-use crate::handoff::door::{self, Attempt, Claim, Door};
+use crate::handoff::door::{self, Attempt};
 use crate::handoff::{expiry, rw_serve};
-use crate::host::gate::{self, Verdict};
+use crate::host::gate;
 use crate::host::node;
 use crate::store::{entry_of, publish, LockKey, Mode, Name, Over};
 use crate::waits::queues;
@@ -133,23 +133,12 @@ fn take_free(
     (mode, lease_ms): (RwMode, i64),
     others: bool,
 ) -> Result<Result<i64, Option<i64>>, LockError> {
-    let claim = Claim {
-        owner,
-        lease_ms,
-        wait_until: None,
-        in_command: true,
-        kind: Kind::Rw(mode),
-    };
     let over = if others { Over::Other } else { Over::Nothing };
-    Ok(match door::fresh_holding(ctx, key, over, &claim)? {
-        Door::Held { token, .. } => {
-            counters::ACQUIRED.bump();
-            rw_serve::count_fresh(mode);
-            Ok(token)
-        }
-        Door::Shut(Verdict::Later(at)) => Err(Some(at)),
-        Door::Shut(_) => Err(None),
-    })
+    let taken = door::take_in_command(ctx, key, over, (owner, Kind::Rw(mode), lease_ms))?;
+    Ok(taken.map(|(token, _)| {
+        rw_serve::count_fresh(mode);
+        token
+    }))
 }
 
 /// Releases one hold of `mode` of `owner` (with `token`, if given): what is left of that

@@ -6,9 +6,9 @@
 
 use redis_module::raw;
 
-use crate::handoff::door::{self, Attempt, Claim, Door};
+use crate::handoff::door::{self, Attempt};
 use crate::handoff::{expiry, sem_serve};
-use crate::host::gate::{self, Verdict};
+use crate::host::gate;
 use crate::host::node;
 use crate::store::{sem_entry, LockKey, Mode, Name, Over};
 use crate::waits::queues;
@@ -102,22 +102,12 @@ fn take_free(
     owner: Name<'_>,
     (permits, lease_ms): (i64, i64),
 ) -> Result<Result<i64, Option<i64>>, LockError> {
-    let claim = Claim {
-        owner,
-        lease_ms,
-        wait_until: None,
-        in_command: true,
-        kind: Kind::Permits(u32::try_from(permits).map_err(|_| LockError::CountOverflow)?),
-    };
-    Ok(match door::fresh_holding(ctx, key, Over::Other, &claim)? {
-        Door::Held { token, .. } => {
-            counters::ACQUIRED.bump();
-            sem_serve::count_fresh(permits);
-            Ok(token)
-        }
-        Door::Shut(Verdict::Later(at)) => Err(Some(at)),
-        Door::Shut(_) => Err(None),
-    })
+    let kind = Kind::Permits(u32::try_from(permits).map_err(|_| LockError::CountOverflow)?);
+    let taken = door::take_in_command(ctx, key, Over::Other, (owner, kind, lease_ms))?;
+    Ok(taken.map(|(token, _)| {
+        sem_serve::count_fresh(permits);
+        token
+    }))
 }
 
 /// Gives back `permits` (`None`: all) of `owner` (with `token`, if given): the permits it

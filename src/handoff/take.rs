@@ -11,9 +11,9 @@ use rlock_core::lock::{self, AcquireStep, Holding};
 use rlock_core::registry::Db;
 use rlock_core::rwlock::Kind;
 
-use crate::handoff::door::{self, Attempt, Claim, Door, Handed};
+use crate::handoff::door::{self, Attempt, Handed};
 use crate::handoff::expiry;
-use crate::host::gate::{self, Verdict};
+use crate::host::gate;
 use crate::host::node;
 use crate::store::{LockEntry, LockKey, Mode, Name, Over};
 
@@ -55,24 +55,11 @@ fn take_free(
     owner: Name<'_>,
     lease_ms: i64,
 ) -> Result<Result<i64, Option<i64>>, LockError> {
-    let claim = Claim {
-        owner,
-        lease_ms,
-        wait_until: None,
-        in_command: true,
-        kind: Kind::Lock,
-    };
-    Ok(
-        match door::fresh_holding(ctx, key, Over::Nothing, &claim)? {
-            Door::Held { token, deadline_ms } => {
-                expiry::lease_moved(ctx, key.name(), deadline_ms);
-                counters::ACQUIRED.bump();
-                Ok(token)
-            }
-            Door::Shut(Verdict::Later(at)) => Err(Some(at)),
-            Door::Shut(_) => Err(None),
-        },
-    )
+    let taken = door::take_in_command(ctx, key, Over::Nothing, (owner, Kind::Lock, lease_ms))?;
+    Ok(taken.map(|(token, deadline_ms)| {
+        expiry::lease_moved(ctx, key.name(), deadline_ms);
+        token
+    }))
 }
 
 /// The holder acquires again: count + 1, lease reset, same token (not while the node is
