@@ -8,8 +8,11 @@ use redis_module::raw;
 
 use crate::host::guard;
 use crate::store::Name;
+use crate::waits::queues;
 use rlock_core::error::LockError;
+use rlock_core::registry::Db;
 use rlock_core::reply::{error_line, Reply};
+use rlock_core::rwlock::Kind;
 
 /// The arguments of one call, command name first: the strings Redis passed and their
 /// bytes, both valid for the whole call. The bytes of the command name and of the key are
@@ -120,7 +123,27 @@ impl Out {
     pub fn int(&self, n: i64) {
         unsafe { (self.integer)(self.ctx, n) };
     }
+
+    /// The last two fields of an INFO reply on `key` of `db`: `waiters`, how many waits are
+    /// queued, and `queue`, the first [`QUEUE_SHOWN`] as `[owner, what]`, `what` written by
+    /// `what` from the wait's kind.
+    pub fn waits(&self, (db, key): (Db, &[u8]), what: impl Fn(&Out, Kind)) {
+        let waiting = queues::queue_len(db, key);
+        let queue = queues::peek(db, key, QUEUE_SHOWN);
+        self.bulk(b"waiters");
+        self.int(i64::try_from(waiting).unwrap_or(i64::MAX));
+        self.bulk(b"queue");
+        self.array(queue.len());
+        for (owner, kind) in &queue {
+            self.array(2);
+            self.bulk(owner);
+            what(self, *kind);
+        }
+    }
 }
+
+/// Most queued waits an INFO reply lists.
+pub const QUEUE_SHOWN: usize = 100;
 
 fn count(n: usize) -> std::ffi::c_long {
     std::ffi::c_long::try_from(n).unwrap_or(std::ffi::c_long::MAX)

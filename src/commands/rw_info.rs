@@ -5,14 +5,10 @@ use redis_module::raw;
 use crate::commands::dispatch::{Args, Out};
 use crate::host::node;
 use crate::store::{LockKey, Mode};
-use crate::waits::queues;
 use rlock_core::error::LockError;
 use rlock_core::parse::info::parse;
 use rlock_core::reply::Reply;
 use rlock_core::rwlock::{Kind, RwMode};
-
-/// Most queued waits `RWLOCK.INFO` lists.
-const QUEUE_SHOWN: usize = 100;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     parse(args.bytes())?;
@@ -23,9 +19,6 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     let now = node::now_ms();
     state.holders.retain(|h| !h.lapsed(now));
     let key_ttl = key.ttl_ms()?;
-    let db = node::selected_db(ctx);
-    let waiting = queues::queue_len(db, key.name());
-    let queue = queues::peek(db, key.name(), QUEUE_SHOWN);
     let out = Out::new(ctx)?;
     // A map in RESP3, a flat field/value array in RESP2.
     out.map(4);
@@ -41,13 +34,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         out.int(h.deadline_ms.map_or(key_ttl, |d| d.saturating_sub(now)));
         out.int(h.token);
     }
-    out.bulk(b"waiters");
-    out.int(i64::try_from(waiting).unwrap_or(i64::MAX));
-    out.bulk(b"queue");
-    out.array(queue.len());
-    for (owner, kind) in &queue {
-        out.array(2);
-        out.bulk(owner);
+    out.waits((node::selected_db(ctx), key.name()), |out, kind| {
         out.bulk(match kind {
             Kind::Rw(RwMode::Write) => &b"write"[..],
             Kind::Rw(RwMode::Read) => b"read",
@@ -55,6 +42,6 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             Kind::Latch => b"latch",
             Kind::Permits(_) => b"permits",
         });
-    }
+    });
     Ok(Reply::Sent)
 }
