@@ -17,7 +17,7 @@ const LAYERS: Layers = &[
     (
         "pure",
         &[
-            &["error", "kind"],
+            &["error", "kind", "reply"],
             &[
                 "options", "config", "slots", "info", "rw_info", "sem_info", "commands", "holding",
                 "quorum", "pair",

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::{RedisResult, Value};
 
-use crate::pure::info::{self, error, list, pairs};
+use crate::pure::reply::{self, error, list, pairs};
 
 /// A mode of a read-write lock: who holds it, or what a queued wait asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,7 +79,7 @@ impl RwLockInfo {
 fn holder(value: Value) -> RedisResult<RwHolder> {
     let (owner, reads, writes, ttl_ms, token): (String, u64, u64, i64, u64) =
         redis::from_redis_value(value)?;
-    let ttl = info::ttl(ttl_ms);
+    let ttl = reply::ttl(ttl_ms);
     Ok(RwHolder {
         owner,
         reads,

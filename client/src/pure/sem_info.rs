@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use redis::{RedisResult, Value};
 
-use crate::pure::info::{self, list, pairs};
+use crate::pure::reply::{self, list, pairs};
 
 /// One holder of a semaphore, as `SEM.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ impl SemaphoreInfo {
 
 fn holder(value: Value) -> RedisResult<SemHolder> {
     let (owner, permits, ttl_ms, token): (String, u64, i64, u64) = redis::from_redis_value(value)?;
-    let ttl = info::ttl(ttl_ms);
+    let ttl = reply::ttl(ttl_ms);
     Ok(SemHolder {
         owner,
         permits,
