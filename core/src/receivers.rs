@@ -145,6 +145,12 @@ impl Receivers {
         entry.subscribed
     }
 
+    /// Whether `receiver` was last known subscribed to its channel (no push to it has
+    /// reached nobody since its subscription was checked).
+    pub fn is_subscribed(&self, receiver: u64) -> bool {
+        self.receivers.get(&receiver).is_some_and(|r| r.subscribed)
+    }
+
     /// A push to `receiver` reached nobody: its subscription is to be checked again.
     pub fn unsubscribed(&mut self, receiver: u64) {
         if let Some(r) = self.receivers.get_mut(&receiver) {

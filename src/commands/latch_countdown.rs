@@ -1,11 +1,11 @@
 /* LATCH.COUNTDOWN key */
 //! Takes one off a countdown latch's count; at zero deletes it, publishes `0` and releases
-//! every wait in one pass (docs/commands/latch.countdown.md).
+//! every latch wait queued on it (docs/commands/latch.countdown.md).
 
 use redis_module::raw;
 
 use crate::commands::dispatch::Args;
-use crate::handoff::latch_serve;
+use crate::handoff::{expiry, latch_serve};
 use crate::host::{gate, node};
 use crate::store::latch::{decrement, delete, latch_message};
 use crate::store::{LockKey, Mode};
@@ -32,6 +32,10 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         }
         None => {}
     }
-    latch_serve::release_all(ctx, node::selected_db(ctx), key);
+    let db = node::selected_db(ctx);
+    if let Some(at) = latch_serve::release_all(ctx, db, key) {
+        // Waits of another kind on the name: the key is gone, a check serves them.
+        expiry::arm(ctx, db, key, at);
+    }
     Ok(Reply::Integer(0))
 }

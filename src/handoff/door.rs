@@ -20,8 +20,10 @@ use crate::host::{config, node};
 use crate::store::publish;
 use crate::store::{LockEntry, LockKey, Name, Over, Replicate, RwEntry, SemEntry};
 use crate::waits::finish;
-use crate::waits::{blocked, queues, tickets};
+use crate::waits::queues;
 use rlock_core::error::LockError;
+use rlock_core::kind::Family;
+use rlock_core::registry::SLICE;
 use rlock_core::reply::Outcome;
 use rlock_core::rwlock::{Kind, RwMode};
 use rlock_core::token::{self, TOKENS};
@@ -171,26 +173,14 @@ pub fn hand_off(
     in_command: bool,
 ) -> Result<Handed, LockError> {
     let (mut undelivered, mut later) = (false, None);
-    // Push receivers that took no grant in this call (they left their channel): their
-    // other tickets leave the queue without a holding written for each.
-    let mut deaf: Vec<u64> = Vec::new();
-    // Bounded by the queue: each turn that does not return takes one waiter out.
-    for _ in 0..=queues::queue_len(db, key.name()) {
-        let Some(first) = queues::first(db, key.name()) else {
+    // Bounded by a slice of the queue: each turn that does not return takes one waiter out.
+    // A ticket whose receiver left (or took no grant in this call) leaves the queue without
+    // a holding written for it.
+    for _ in 0..=queues::lane_len(db, key.name(), Family::Lock).min(SLICE) {
+        let Some(first) = queues::first(db, key.name(), Family::Lock) else {
             break;
         };
-        if first.kind != Kind::Lock {
-            // A read-write lock's or a semaphore's waiters: a check serves them
-            // (`expiry.rs`), at once.
-            later = Some(node::now_ms());
-            if !undelivered {
-                return Ok(Handed::NotNow(node::now_ms()));
-            }
-            break;
-        }
-        let push_to = tickets::push_receiver(first.client, first.id);
-        if push_to.is_some_and(|r| deaf.contains(&r)) {
-            drop_first(ctx, db, key.name());
+        if finish::skip_unreachable(ctx, (db, key.name(), Family::Lock), &first) {
             continue;
         }
         let owner = OwnedString::new(ctx, &first.owner)?;
@@ -207,7 +197,6 @@ pub fn hand_off(
                     return Ok(Handed::To(deadline_ms));
                 }
                 counters::REVOKED_GRANTS.bump();
-                deaf.extend(push_to);
                 (over, undelivered) = (Over::Other, true);
                 continue;
             }
@@ -228,6 +217,14 @@ pub fn hand_off(
             Verdict::Go => {}
         }
     }
+    if later.is_none() && queues::queue_len(db, key.name()) > 0 {
+        // Waits past the slice, or of another kind (the key, once free, is theirs): a
+        // check (`expiry.rs`) serves them, at once.
+        later = Some(node::now_ms());
+        if !undelivered {
+            return Ok(Handed::NotNow(node::now_ms()));
+        }
+    }
     if undelivered {
         // The holding written for nobody ends here, replicated as a force release.
         key.delete(Replicate::ForceRelease)?;
@@ -245,7 +242,7 @@ fn grant(
     key: &[u8],
     token: i64,
 ) -> Result<bool, LockError> {
-    let Some(waiter) = queues::pop_first(db, key) else {
+    let Some(waiter) = queues::pop_first(db, key, Family::Lock) else {
         return Ok(true);
     };
     let delivered = finish::grant(ctx, db, key, waiter, token)?;
@@ -258,18 +255,9 @@ fn grant(
     Ok(delivered)
 }
 
-/// The first waiter of `key` is a push ticket whose receiver took no grant in this call:
-/// it leaves the queue, and there is nobody to tell.
-fn drop_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
-    if let Some(waiter) = queues::pop_first(db, key) {
-        blocked::stop_deadline(ctx, waiter.deadline_timer);
-        tickets::forget(waiter.id);
-    }
-}
-
 /// The first waiter of `key` is past its `WAIT` limit: it gets nil.
 fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
-    if let Some(waiter) = queues::pop_first(db, key) {
+    if let Some(waiter) = queues::pop_first(db, key, Family::Lock) {
         finish::end(ctx, &waiter, Outcome::TimedOut);
         counters::WAIT_TIMEOUTS.bump();
     }

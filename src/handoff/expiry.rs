@@ -18,8 +18,8 @@ use crate::host::{guard, node};
 use crate::store::{publish, while_self_notifying, LockKey, Mode, Over};
 use crate::waits::{finish, queues};
 use rlock_core::error::LockError;
+use rlock_core::kind::Family;
 use rlock_core::registry::Db;
-use rlock_core::rwlock::Kind;
 use rlock_core::{counters, token};
 
 /// Why a check runs.
@@ -73,17 +73,22 @@ pub fn handed(ctx: *mut raw::RedisModuleCtx, key: &[u8], handed: Handed) {
 
 /// A keyspace event on `key`: if the lock has waiters, check it right away. A lock that
 /// `maxmemory` evicted is not handed on: a grant would be evicted in turn, and the next,
-/// until the queue is drained into holdings that no longer exist; its waiters get `-OOM`.
-/// A countdown latch evicted is gone, and opens as a deleted one does.
+/// until the queue is drained into holdings that no longer exist; its lock, read-write and
+/// semaphore waits get `-OOM`. A countdown latch evicted is gone, and its waits are released
+/// as a deleted one's are.
 pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
     let db = node::selected_db(ctx);
     if queues::queue_len(db, key) == 0 {
         return;
     }
-    let latch = || queues::first(db, key).is_some_and(|w| w.kind == Kind::Latch);
-    if event == c"evicted" && !latch() {
-        finish::refuse_queue(ctx, db, key, &LockError::Evicted.to_string());
-        return;
+    if event == c"evicted" {
+        for family in [Family::Lock, Family::Rw, Family::Sem] {
+            let refused = queues::take_lane(db, key, family, usize::MAX);
+            finish::refuse(ctx, refused, &LockError::Evicted.to_string());
+        }
+        if queues::queue_len(db, key) == 0 {
+            return;
+        }
     }
     let expired = event == c"expired";
     schedule(
@@ -219,17 +224,31 @@ fn serve_or_rearm(
     name: &OwnedString,
 ) -> Result<(), LockError> {
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
-    match queues::first(check.db, &check.key).map(|w| w.kind) {
-        Some(Kind::Rw(_)) => return serve_rw(ctx, check, &key),
-        Some(Kind::Latch) => {
-            if let Some(at) = latch_serve::check(ctx, check.db, &key)? {
-                arm(ctx, check.db, &check.key, at);
+    // Each family of waits by its own rules, the one whose first wait came first first: a
+    // family that takes the free key leaves the others waiting for it.
+    for family in queues::heads(check.db, &check.key) {
+        match family {
+            Family::Lock => serve_lock(ctx, check, &key)?,
+            Family::Rw => serve_rw(ctx, check, &key)?,
+            Family::Sem => serve_sem(ctx, check, &key)?,
+            Family::Latch => {
+                if let Some(at) = latch_serve::check(ctx, check.db, &key)? {
+                    arm(ctx, check.db, &check.key, at);
+                }
             }
-            return Ok(());
         }
-        Some(Kind::Permits(_)) => return serve_sem(ctx, check, &key),
-        Some(Kind::Lock) | None => {}
     }
+    Ok(())
+}
+
+/// A plain lock's waiters: a free lock goes to the first the gate lets have it, a held one
+/// is checked again when its lease ends. A key that is not a plain lock keeps them waiting
+/// until it is one or is gone, or they time out.
+fn serve_lock(
+    ctx: *mut raw::RedisModuleCtx,
+    check: &Check,
+    key: &LockKey,
+) -> Result<(), LockError> {
     let lease_end = check.cause.is_lease_end();
     // What a waiter's holding would be written over, if the lock is free.
     let vacancy = match key.read() {
@@ -258,7 +277,7 @@ fn serve_or_rearm(
     if let Some(vacancy) = vacancy {
         // The one door: the gate decides (role, pause, route, stall, failover delay,
         // memory, replicas, the waiter's own WAIT limit).
-        match door::hand_off(ctx, check.db, &key, vacancy, false)? {
+        match door::hand_off(ctx, check.db, key, vacancy, false)? {
             Handed::To(_) if lease_end => counters::EXPIRY_HANDOFFS.bump(),
             Handed::NotNow(at) | Handed::Gone(Some(at)) => {
                 arm(ctx, check.db, &check.key, at);
@@ -267,7 +286,7 @@ fn serve_or_rearm(
             Handed::To(_) | Handed::Nobody | Handed::Gone(None) => {}
         }
     }
-    rearm_at_lease_end(ctx, check, &key)
+    rearm_at_lease_end(ctx, check, key)
 }
 
 /// A held plain lock with waiters: checked again when its lease ends.

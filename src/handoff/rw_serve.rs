@@ -6,7 +6,7 @@
 
 use redis_module::raw;
 
-use crate::handoff::door::{self, Claim, Door, Handed};
+use crate::handoff::door::{self, Claim, Door};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::node;
@@ -16,7 +16,8 @@ use crate::waits::finish;
 use crate::waits::queues::{self, Waiter};
 use rlock_core::counters;
 use rlock_core::error::LockError;
-use rlock_core::registry::Db;
+use rlock_core::kind::Family;
+use rlock_core::registry::{Db, SLICE};
 use rlock_core::reply::Outcome;
 use rlock_core::rwlock::{self, Kind, RwHolder, RwMode, RwState, RwStep};
 
@@ -62,24 +63,16 @@ pub fn serve(
     (in_command, freed): (bool, bool),
 ) -> Result<Option<i64>, LockError> {
     let mut later = None;
-    for _ in 0..=queues::queue_len(db, key.name()) {
-        let Some(first) = queues::first(db, key.name()) else {
+    let lane = queues::lane_len(db, key.name(), Family::Rw);
+    for _ in 0..lane.min(SLICE) {
+        let Some(first) = queues::first(db, key.name(), Family::Rw) else {
             break;
         };
-        let mode = match first.kind {
-            Kind::Rw(mode) => mode,
-            // A plain lock's waiter: the lock goes to it once nobody holds it.
-            Kind::Lock if state.holders.is_empty() => {
-                return plain_first(ctx, db, key, in_command);
-            }
-            Kind::Lock => break,
-            // A latch's wait: a check releases it, at once.
-            Kind::Latch => {
-                later = Some(node::now_ms());
-                break;
-            }
-            // A semaphore's wait waits until the key is one, or times out.
-            Kind::Permits(_) => break,
+        if finish::skip_unreachable(ctx, (db, key.name(), Family::Rw), &first) {
+            continue;
+        }
+        let Kind::Rw(mode) = first.kind else {
+            break;
         };
         match serve_first(ctx, db, key, &mut state, (&first, mode), in_command)? {
             Next::Go => {}
@@ -91,6 +84,16 @@ pub fn serve(
     }
     if freed && state.holders.is_empty() && !node::replayed_in_cluster(ctx) {
         publish::rw_release_message(ctx, key.name())?;
+    }
+    let left = queues::lane_len(db, key.name(), Family::Rw);
+    if later.is_none() && lane > SLICE && left > 0 {
+        // Past the slice: the next one in a later pass, at once.
+        later = Some(node::now_ms());
+    }
+    let served_all = left == 0;
+    if served_all && state.holders.is_empty() && queues::others_wait(db, key.name(), Family::Rw) {
+        // Left free with waits of another kind only: a check serves them, at once.
+        later = Some(node::now_ms());
     }
     if queues::queue_len(db, key.name()) == 0 {
         return Ok(None);
@@ -186,7 +189,7 @@ fn fresh(
             Ok(Next::Go)
         }
         Ok(Door::Shut(Verdict::Expired)) => {
-            if let Some(waiter) = queues::pop_first(db, key.name()) {
+            if let Some(waiter) = queues::pop_first(db, key.name(), Family::Rw) {
                 finish::end(ctx, &waiter, Outcome::TimedOut);
                 counters::WAIT_TIMEOUTS.bump();
             }
@@ -226,7 +229,7 @@ fn holder(owner: &[u8], (reads, writes): (i64, i64), token: i64, deadline_ms: i6
 /// The first waiter of `key` leaves the queue with the holding just written (`token`);
 /// false if the grant reached nobody.
 fn grant(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], token: i64) -> Result<bool, LockError> {
-    let Some(waiter) = queues::pop_first(db, key) else {
+    let Some(waiter) = queues::pop_first(db, key, Family::Rw) else {
         return Ok(true);
     };
     let delivered = finish::grant(ctx, db, key, waiter, token)?;
@@ -243,24 +246,8 @@ fn refuse_first(
     key: &LockKey,
     error: LockError,
 ) -> Result<Next, LockError> {
-    if let Some(waiter) = queues::pop_first(db, key.name()) {
+    if let Some(waiter) = queues::pop_first(db, key.name(), Family::Rw) {
         finish::refuse(ctx, vec![waiter], &error.to_string());
     }
     Ok(Next::Go)
-}
-
-/// A plain lock's waiter heads the queue of a free key: it is served as a plain lock's.
-fn plain_first(
-    ctx: *mut raw::RedisModuleCtx,
-    db: Db,
-    key: &LockKey,
-    in_command: bool,
-) -> Result<Option<i64>, LockError> {
-    Ok(
-        match door::hand_off(ctx, db, key, Over::Nothing, in_command)? {
-            Handed::To(deadline_ms) => Some(deadline_ms),
-            Handed::NotNow(at) | Handed::Gone(Some(at)) => Some(at),
-            Handed::Nobody | Handed::Gone(None) => None,
-        },
-    )
 }

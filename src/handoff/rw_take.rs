@@ -14,6 +14,7 @@ use crate::store::{entry_of, publish, LockKey, Mode, Name, Over};
 use crate::waits::queues;
 use rlock_core::counters;
 use rlock_core::error::LockError;
+use rlock_core::kind::Family;
 use rlock_core::registry::Db;
 use rlock_core::rwglance::{self, Quick};
 use rlock_core::rwlock::{self, Kind, RwHolder, RwMode, RwRelease, RwState, RwStep, MAX_HOLDERS};
@@ -29,7 +30,7 @@ pub fn attempt(
 ) -> Result<Attempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
-    let queued = queues::queue_len(db, key.name()) > 0;
+    let queued = queues::lane_len(db, key.name(), Family::Rw) > 0;
     let glance = key.glance(&owner)?;
     match rwglance::acquire(&glance, owner.bytes, mode, queued, node::now_ms()) {
         Quick::Decided(step) => {
@@ -51,14 +52,14 @@ fn attempt_whole(
     (mode, lease): (RwMode, i64),
 ) -> Result<Attempt, LockError> {
     let (mut state, pruned) = rw_serve::live_state(ctx, &key)?;
-    if queues::queue_len(db, key.name()) > 0 {
+    if queues::lane_len(db, key.name(), Family::Rw) > 0 {
         let freed = pruned && state.holders.is_empty();
         if let Some(at) = rw_serve::serve(ctx, db, &key, state, (true, freed))? {
             expiry::arm(ctx, db, key.name(), at);
         }
         state = key.read_rw()?.unwrap_or_default();
     }
-    let queued = queues::queue_len(db, key.name()) > 0;
+    let queued = queues::lane_len(db, key.name(), Family::Rw) > 0;
     let step = rwlock::acquire(&state, owner.bytes, mode, queued);
     let taken = Taken {
         others: !state.holders.is_empty(),

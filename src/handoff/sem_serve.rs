@@ -15,7 +15,8 @@ use crate::waits::finish;
 use crate::waits::queues::{self, Waiter};
 use rlock_core::counters;
 use rlock_core::error::LockError;
-use rlock_core::registry::Db;
+use rlock_core::kind::Family;
+use rlock_core::registry::{Db, SLICE};
 use rlock_core::reply::Outcome;
 use rlock_core::rwlock::Kind;
 use rlock_core::semaphore::{self, SemHolder, SemState, SemStep};
@@ -58,11 +59,14 @@ pub fn serve(
     in_command: bool,
 ) -> Result<Option<i64>, LockError> {
     let mut later = None;
-    for _ in 0..=queues::queue_len(db, key.name()) {
-        let Some(first) = queues::first(db, key.name()) else {
+    let lane = queues::lane_len(db, key.name(), Family::Sem);
+    for _ in 0..lane.min(SLICE) {
+        let Some(first) = queues::first(db, key.name(), Family::Sem) else {
             break;
         };
-        // Another kind of wait: it waits until the key is of its kind, or times out.
+        if finish::skip_unreachable(ctx, (db, key.name(), Family::Sem), &first) {
+            continue;
+        }
         let Kind::Permits(permits) = first.kind else {
             break;
         };
@@ -74,6 +78,10 @@ pub fn serve(
     }
     if queues::queue_len(db, key.name()) == 0 {
         return Ok(None);
+    }
+    if later.is_none() && lane > SLICE && queues::lane_len(db, key.name(), Family::Sem) > 0 {
+        // Past the slice: the next one in a later pass, at once.
+        later = Some(node::now_ms());
     }
     Ok(match (later, state.next_deadline()) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -134,7 +142,7 @@ fn serve_first(
                 }
             }
             // The total was lowered under what it asks: it could never be granted.
-            if let Some(waiter) = queues::pop_first(db, key.name()) {
+            if let Some(waiter) = queues::pop_first(db, key.name(), Family::Sem) {
                 let error = LockError::TooManyPermits {
                     asked: permits,
                     total,
@@ -192,7 +200,7 @@ fn fresh(
 
 /// The first waiter of `key` is past its `WAIT` limit: it gets nil.
 fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8]) {
-    if let Some(waiter) = queues::pop_first(db, key) {
+    if let Some(waiter) = queues::pop_first(db, key, Family::Sem) {
         finish::end(ctx, &waiter, Outcome::TimedOut);
         counters::WAIT_TIMEOUTS.bump();
     }
@@ -216,7 +224,7 @@ fn holder(owner: &[u8], permits: i64, token: i64, deadline_ms: i64) -> SemHolder
 /// The first waiter of `key` leaves the queue with the holding just written (`token`);
 /// false if the grant reached nobody.
 fn grant(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], token: i64) -> Result<bool, LockError> {
-    let Some(waiter) = queues::pop_first(db, key) else {
+    let Some(waiter) = queues::pop_first(db, key, Family::Sem) else {
         return Ok(true);
     };
     let delivered = finish::grant(ctx, db, key, waiter, token)?;

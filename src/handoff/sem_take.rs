@@ -14,6 +14,7 @@ use crate::store::{sem_entry, LockKey, Mode, Name, Over};
 use crate::waits::queues;
 use rlock_core::counters;
 use rlock_core::error::LockError;
+use rlock_core::kind::Family;
 use rlock_core::registry::Db;
 use rlock_core::rwlock::Kind;
 use rlock_core::semaphore::{self, SemHolder, SemRelease, SemState, SemStep};
@@ -29,17 +30,17 @@ pub fn attempt(
 ) -> Result<Attempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
-    let queued = queues::queue_len(db, key.name()) > 0;
+    let queued = queues::lane_len(db, key.name(), Family::Sem) > 0;
     let glance = key.sem_glance(&owner)?;
     let step = match semglance::acquire(&glance, owner.bytes, permits, queued, node::now_ms()) {
         Quick::Decided(step) => (step, glance.next),
         Quick::Slow => {
             let mut state = sem_serve::live_state(ctx, &key)?;
-            if queues::queue_len(db, key.name()) > 0 {
+            if queues::lane_len(db, key.name(), Family::Sem) > 0 {
                 after_change(ctx, &key, state)?;
                 state = key.read_sem()?.unwrap_or_default();
             }
-            let queued = queues::queue_len(db, key.name()) > 0;
+            let queued = queues::lane_len(db, key.name(), Family::Sem) > 0;
             let step = semaphore::acquire(&state, owner.bytes, permits, queued);
             (step, state.next_deadline())
         }
@@ -141,7 +142,7 @@ pub fn release(
     // permits come back by the check armed at its lease end.
     let free = total.saturating_sub(glance.used.saturating_sub(before - left));
     let db = node::selected_db(ctx);
-    if queues::first(db, key.name()).is_some_and(|w| fits(w.kind, free)) {
+    if queues::first(db, key.name(), Family::Sem).is_some_and(|w| fits(w.kind, free)) {
         let state = sem_serve::live_state(ctx, key)?;
         after_change(ctx, key, state)?;
     }

@@ -2,6 +2,8 @@
 //! deadline, `LOCK.GRANTS` parked on an empty mailbox, `LOCK.CANCEL`, and the closing of
 //! a receiver's connection.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::ffi::c_void;
 
 use redis_module::raw;
@@ -16,7 +18,7 @@ use crate::waits::receiver::To;
 use crate::waits::tickets::{self, client_of, Me};
 use rlock_core::counters;
 use rlock_core::error::LockError;
-use rlock_core::registry::Db;
+use rlock_core::registry::{Db, SLICE};
 use rlock_core::reply::Outcome;
 use rlock_core::rwlock::Kind;
 
@@ -107,19 +109,57 @@ pub fn cancel(
     Ok(Some(0))
 }
 
-/// The connection `receiver` closed: its tickets leave their queues (those that may have
-/// kept others out get a check), the grants in its mailbox are taken back and passed on.
+thread_local! {
+    /// Tickets of receivers that closed, not taken out of their queues yet (registry
+    /// entry, wait id), and whether a timer takes the next slice of them.
+    static ORPHANS: RefCell<(VecDeque<(usize, u64)>, bool)> = RefCell::default();
+}
+
+/// The connection `receiver` closed: its tickets leave their queues, a slice now and the
+/// rest in later passes (unreachable meanwhile, they are never granted); those that may
+/// have kept others out get a check. The grants in its mailbox are taken back and passed on.
 pub fn receiver_gone(ctx: *mut raw::RedisModuleCtx, receiver: u64) {
-    let (grants, reopened) = tickets::receiver_gone(ctx, receiver);
-    let now = node::now_ms();
-    for (db, key) in reopened {
-        expiry::arm(ctx, db, &key, now);
+    let (grants, waits) = tickets::receiver_gone(ctx, receiver);
+    if !waits.is_empty() {
+        ORPHANS.with(|o| o.borrow_mut().0.extend(waits));
+        take_orphans(ctx);
     }
     for grant in grants {
         guard::callback("revoking a mailed grant", || {
             blocked_wait::schedule_revoke(ctx, grant, 0)
         });
     }
+}
+
+/// Takes a slice of the closed receivers' tickets out; arms a timer for the next slice.
+fn take_orphans(ctx: *mut raw::RedisModuleCtx) {
+    let slice: Vec<(usize, u64)> = ORPHANS.with(|o| {
+        let queue = &mut o.borrow_mut().0;
+        let n = queue.len().min(SLICE);
+        queue.drain(..n).collect()
+    });
+    let now = node::now_ms();
+    for (db, key) in tickets::take_out(ctx, &slice) {
+        expiry::arm(ctx, db, &key, now);
+    }
+    let arm = ORPHANS.with(|o| {
+        let (queue, armed) = &mut *o.borrow_mut();
+        let arm = !queue.is_empty() && !*armed;
+        *armed |= arm;
+        arm
+    });
+    if arm && node::create_timer(ctx, 0, orphans_due, std::ptr::null_mut()).is_none() {
+        ORPHANS.with(|o| o.borrow_mut().1 = false);
+    }
+}
+
+extern "C" fn orphans_due(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    node::timer_fired();
+    guard::callback("closed receivers' tickets", || {
+        ORPHANS.with(|o| o.borrow_mut().1 = false);
+        take_orphans(ctx);
+        Ok(())
+    });
 }
 
 /// `LOCK.GRANTS ... BLOCK ms`: parks the caller on its empty mailbox for up to `block_ms`

@@ -8,6 +8,7 @@ use crate::waits::blocked;
 use crate::waits::queues::{self, handle_of, Waiter};
 use crate::waits::tickets::{self, is_ticket};
 use rlock_core::error::LockError;
+use rlock_core::kind::Family;
 use rlock_core::registry::{Db, Grant};
 use rlock_core::reply::Outcome;
 
@@ -66,4 +67,22 @@ pub fn refuse(ctx: *mut raw::RedisModuleCtx, refused: Vec<Waiter>, text: &str) {
 /// Ends every wait queued on `key` with the error `text`.
 pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) {
     refuse(ctx, queues::take_queue(db, key), text);
+}
+
+/// Takes the first wait of `family` on `key` out, telling it nothing, if it is a ticket that
+/// cannot be told (`tickets::reachable`); whether it did. Serving skips such waits rather
+/// than write, and undo, a holding for each.
+pub fn skip_unreachable(
+    ctx: *mut raw::RedisModuleCtx,
+    (db, key, family): (Db, &[u8], Family),
+    first: &Waiter,
+) -> bool {
+    if tickets::reachable(first.client, first.id) {
+        return false;
+    }
+    if let Some(waiter) = queues::pop_first(db, key, family) {
+        blocked::stop_deadline(ctx, waiter.deadline_timer);
+        tickets::forget(waiter.id);
+    }
+    true
 }

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis_module::raw;
 
+use rlock_core::kind::Family;
 use rlock_core::registry::{Db, Grant, Registry, Taken};
 use rlock_core::rwlock::Kind;
 
@@ -73,17 +74,38 @@ pub fn enqueue(db: Db, key: &[u8], waiter: Waiter) {
     with(|r| r.enqueue(db, key, waiter));
 }
 
-/// Takes the first waiter of `key` out of its queue.
-pub fn pop_first(db: Db, key: &[u8]) -> Option<Waiter> {
-    with(|r| r.pop_first(db, key))
+/// Takes the first waiter of `family` out of the queue of `key`.
+pub fn pop_first(db: Db, key: &[u8], family: Family) -> Option<Waiter> {
+    with(|r| r.pop_first(db, key, family))
 }
 
-/// The first waiter of `key` (a copy), left in its queue.
-pub fn first(db: Db, key: &[u8]) -> Option<Waiter> {
+/// The first waiter of `family` on `key` (a copy), left in its queue.
+pub fn first(db: Db, key: &[u8], family: Family) -> Option<Waiter> {
     if !any() {
         return None;
     }
-    with(|r| r.first(db, key).cloned())
+    with(|r| r.first(db, key, family).cloned())
+}
+
+/// Number of waits of `family` queued on `key`.
+pub fn lane_len(db: Db, key: &[u8], family: Family) -> usize {
+    if !any() {
+        return 0;
+    }
+    with(|r| r.lane_len(db, key, family))
+}
+
+/// Whether waits of a family other than `family` are queued on `key`.
+pub fn others_wait(db: Db, key: &[u8], family: Family) -> bool {
+    any() && with(|r| r.queue_len(db, key) > r.lane_len(db, key, family))
+}
+
+/// The families with waits on `key`, the one whose first wait came first first.
+pub fn heads(db: Db, key: &[u8]) -> Vec<Family> {
+    if !any() {
+        return Vec::new();
+    }
+    with(|r| r.heads(db, key))
 }
 
 /// The first `n` waiters of `key`: their owners and what they wait for.
@@ -126,9 +148,14 @@ pub fn take_all() -> Vec<Waiter> {
     with(Registry::take_all)
 }
 
-/// Takes the clients queued on `key`.
+/// Takes the clients queued on `key`, of every family.
 pub fn take_queue(db: Db, key: &[u8]) -> Vec<Waiter> {
     with(|r| r.take_queue(db, key))
+}
+
+/// Takes the first `n` waits of `family` queued on `key`; the others stay queued.
+pub fn take_lane(db: Db, key: &[u8], family: Family, n: usize) -> Vec<Waiter> {
+    with(|r| r.take_lane(db, key, family, n))
 }
 
 /// Records that `bc` was handed a lock whose reply has not gone out.

@@ -90,14 +90,16 @@ pub fn subscribed(receiver: u64, mark: bool) -> bool {
     with(|t| t.subscribed(receiver, mark))
 }
 
-/// The receiver of the registry entry `client` (wait `id`), if it is a push ticket.
-pub fn push_receiver(client: usize, id: u64) -> Option<u64> {
+/// Whether the queued entry `client` (wait `id`) can be told its outcome: a blocked client
+/// always; a ticket while its receiver is connected and, for a push, was last known on its
+/// channel. An unreachable ticket is taken out without a grant (one would reach nobody).
+pub fn reachable(client: usize, id: u64) -> bool {
     if !is_ticket(client) {
-        return None;
+        return true;
     }
-    with(|t| {
-        let ticket = t.ticket(id)?;
-        (ticket.delivery == Delivery::Push).then_some(ticket.receiver)
+    with(|t| match t.ticket(id) {
+        None => false,
+        Some(ticket) => ticket.delivery == Delivery::Pull || t.is_subscribed(ticket.receiver),
     })
 }
 
@@ -131,7 +133,8 @@ pub fn deliver(
     grant: Option<Grant>,
 ) -> Result<bool, LockError> {
     let Some(ticket) = forget(waiter.id) else {
-        return Ok(true);
+        // Its receiver is gone (its tickets are being taken out): a grant reaches nobody.
+        return Ok(grant.is_none());
     };
     match ticket.delivery {
         Delivery::Push => {
@@ -256,25 +259,32 @@ pub fn cancel_mailed(id: u64, db: i32, key: &[u8], caller: &Me) -> Result<Option
     })
 }
 
-/// The connection `receiver` closed: its tickets leave their queues, and their deadline
-/// timers and that of its parked `LOCK.GRANTS` are stopped. Returns the grants of its
-/// mailbox, to be revoked, and the queues to serve again.
+/// The connection `receiver` closed: its tables go, and the timer of its parked
+/// `LOCK.GRANTS` is stopped. Returns the grants of its mailbox, to be revoked, and its
+/// tickets (registry entry, wait id), still queued: unreachable from now on, they are
+/// taken out with [`take_out`], a slice at a time.
 pub fn receiver_gone(
     ctx: *mut raw::RedisModuleCtx,
     receiver: u64,
-) -> (Vec<Grant>, Vec<(Db, Vec<u8>)>) {
+) -> (Vec<Grant>, Vec<(usize, u64)>) {
     let left = with(|t| t.receiver_gone(receiver));
     blocked::stop_deadline(ctx, left.timer);
-    let waits: Vec<(usize, u64)> = left
+    let waits = left
         .tickets
         .iter()
         .map(|id| (client_of(*id), *id))
         .collect();
-    let taken = queues::take_entries(&waits);
+    (left.grants, waits)
+}
+
+/// Takes these tickets (registry entry, wait id) out of their queues, if still there, and
+/// stops their deadline timers; returns the queues to serve again.
+pub fn take_out(ctx: *mut raw::RedisModuleCtx, waits: &[(usize, u64)]) -> Vec<(Db, Vec<u8>)> {
+    let taken = queues::take_entries(waits);
     for timer in taken.timers {
         blocked::stop_deadline(ctx, Some(timer));
     }
-    (left.grants, taken.reopened)
+    taken.reopened
 }
 
 /// Whether any connection receives tickets (the fast path of every disconnection).
