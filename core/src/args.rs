@@ -4,18 +4,23 @@
 //! command validates owners, integers and options the same way and with the same errors.
 
 use crate::error::{clip, LockError, Opt, OwnerProblem};
+use crate::layout::{self, MODULE_MARK};
 
 /// The longest owner id accepted, in bytes (SPEC.md §1).
 pub const MAX_OWNER_LEN: usize = 256;
 
-/// Checks an owner id: 1..=256 bytes, not starting with `@`.
+/// Checks an owner id: 1..=256 bytes, not starting with `@`, and not a fixed field of any
+/// layout (`mode`, `permits`): every command that takes an owner asks this, whatever its
+/// key holds (see [`layout`]).
 pub fn owner(raw: &[u8]) -> Result<&[u8], LockError> {
-    match raw.first() {
-        None => Err(LockError::InvalidOwner(OwnerProblem::Empty)),
-        Some(b'@') => Err(LockError::InvalidOwner(OwnerProblem::Reserved)),
-        Some(_) if raw.len() > MAX_OWNER_LEN => Err(LockError::InvalidOwner(OwnerProblem::TooLong)),
-        Some(_) => Ok(raw),
-    }
+    let problem = match raw.first() {
+        None => OwnerProblem::Empty,
+        Some(&MODULE_MARK) => OwnerProblem::Reserved,
+        Some(_) if raw.len() > MAX_OWNER_LEN => OwnerProblem::TooLong,
+        Some(_) if layout::is_fixed_field(raw) => OwnerProblem::LayoutField,
+        Some(_) => return Ok(raw),
+    };
+    Err(LockError::InvalidOwner(problem))
 }
 
 /// Parses a decimal integer the way Redis does: an optional `-`, digits without leading
@@ -140,6 +145,22 @@ mod tests {
             Err(LockError::InvalidOwner(OwnerProblem::Reserved))
         );
         assert!(owner(b"a@b\xff\x00").is_ok());
+    }
+
+    #[test]
+    fn an_owner_is_never_a_fixed_field_of_any_layout() {
+        for name in [&b"mode"[..], b"permits"] {
+            assert_eq!(
+                owner(name),
+                Err(LockError::InvalidOwner(OwnerProblem::LayoutField))
+            );
+        }
+        for name in layout::LAYOUTS.into_iter().flatten() {
+            assert!(owner(name).is_err(), "{name:?}");
+        }
+        for name in [&b"Mode"[..], b"PERMITS", b"mode:1", b"permits "] {
+            assert_eq!(owner(name), Ok(name));
+        }
     }
 
     #[test]

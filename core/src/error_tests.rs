@@ -72,9 +72,23 @@ fn owner_errors_start_with_invalid_owner() {
         OwnerProblem::Empty,
         OwnerProblem::TooLong,
         OwnerProblem::Reserved,
+        OwnerProblem::WriteSuffix,
+        OwnerProblem::LayoutField,
     ] {
         assert!(text(LockError::InvalidOwner(p)).starts_with("ERR invalid owner: "));
     }
+}
+
+#[test]
+fn an_owner_named_as_a_layout_field_is_told_the_reserved_names() {
+    assert_eq!(
+        text(LockError::InvalidOwner(OwnerProblem::LayoutField)),
+        "ERR invalid owner: must not be 'mode' or 'permits'"
+    );
+    assert_eq!(
+        text(LockError::InvalidOwner(OwnerProblem::Reserved)),
+        "ERR invalid owner: must not start with '@'"
+    );
 }
 
 #[test]
