@@ -104,7 +104,9 @@ fn expected_text(allowed: &[Opt]) -> &'static str {
         [Opt::Lease, Opt::Wait] => "LEASE or WAIT",
         [Opt::Lease, Opt::Token] => "LEASE or TOKEN",
         [Opt::Token] => "TOKEN",
-        _ => "LEASE",
+        [Opt::Wait] => "WAIT",
+        [Opt::Lease] => "LEASE",
+        _ => "LEASE, WAIT or TOKEN",
     }
 }
 
@@ -218,6 +220,18 @@ mod tests {
             LockError::Duplicate(Opt::Wait)
         );
         assert!(matches!(err(&[b"NX"]), LockError::UnknownOption { .. }));
+    }
+
+    #[test]
+    fn an_unknown_option_is_told_the_options_the_command_takes() {
+        let expected = |allowed: &[Opt]| match options(&[b"LEASE", b"5"], allowed, NOW) {
+            Err(LockError::UnknownOption { expected, .. }) => expected,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(expected(&[Opt::Wait]), "WAIT");
+        assert_eq!(expected(&[Opt::Token]), "TOKEN");
+        let e = options(&[b"LEASE", b"5"], &[Opt::Wait], NOW).unwrap_err();
+        assert_eq!(e.to_string(), "ERR unknown option 'LEASE', expected WAIT");
     }
 
     #[test]

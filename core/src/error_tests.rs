@@ -92,6 +92,22 @@ fn an_owner_named_as_a_layout_field_is_told_the_reserved_names() {
 }
 
 #[test]
+fn an_unknown_option_names_what_the_command_takes() {
+    let unknown = |expected| LockError::UnknownOption {
+        given: b"LEASE".to_vec(),
+        expected,
+    };
+    assert_eq!(
+        text(unknown("WAIT")),
+        "ERR unknown option 'LEASE', expected WAIT"
+    );
+    assert_eq!(
+        text(unknown("TOKEN")),
+        "ERR unknown option 'LEASE', expected TOKEN"
+    );
+}
+
+#[test]
 fn wrongtype_texts_match_the_spec() {
     assert_eq!(
         text(LockError::WrongType),
