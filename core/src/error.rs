@@ -300,13 +300,8 @@ impl fmt::Display for LockError {
 /// `ERR invalid owner: must not be 'mode' or 'permits'`, from the layouts' one list.
 fn reserved_names(f: &mut fmt::Formatter<'_>) -> fmt::Result {
     f.write_str("ERR invalid owner: must not be ")?;
-    let names: Vec<&[u8]> = layout::reserved_names().collect();
-    for (i, name) in names.iter().enumerate() {
-        let joint = match names.len() - i {
-            n if n == names.len() => "",
-            1 => " or ",
-            _ => ", ",
-        };
+    for (i, name) in layout::reserved_names().enumerate() {
+        let joint = if i == 0 { "" } else { " or " };
         write!(f, "{joint}'{}'", printable(name))?;
     }
     Ok(())
