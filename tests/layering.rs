@@ -109,7 +109,7 @@ const CORE_LAYERS: Layers = &[(
     &[
         &[
             "echo", "token", "channel", "counters", "idhash", "reply", "stall", "verdict",
-            "cluster", "kind",
+            "cluster", "kind", "layout",
         ],
         &["fence_error"],
         &["error"],

@@ -287,3 +287,27 @@ fn next_is_never_after_a_lease_end_and_is_settled_by_a_whole_read() {
     int(&mut con, &["SEM.RELEASE", "s", "b"]);
     assert_eq!(next(&mut con), None, "nobody holds");
 }
+
+#[test]
+fn force_release_of_ended_holdings_only_answers_0_and_cleans_them_up() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "2"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "100"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "b", "1", "LEASE", "100"]);
+    std::thread::sleep(Duration::from_millis(250));
+    assert!(
+        hgetall(&mut con, b"s").contains_key(&b"a"[..]),
+        "not yet read"
+    );
+    assert_eq!(int(&mut con, &["SEM.FORCERELEASE", "s"]), 0);
+    let left = hgetall(&mut con, b"s");
+    assert_eq!(
+        left,
+        support::hash_of(&[(b"permits", b"2"), (b"@used", b"0")])
+    );
+    int(&mut con, &["SEM.ACQUIRE", "s", "c", "1", "LEASE", "100000"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "d", "1", "LEASE", "100"]);
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(int(&mut con, &["SEM.FORCERELEASE", "s"]), 1, "c still held");
+}

@@ -4,18 +4,23 @@
 //! command validates owners, integers and options the same way and with the same errors.
 
 use crate::error::{clip, LockError, Opt, OwnerProblem};
+use crate::layout::{self, MODULE_MARK};
 
 /// The longest owner id accepted, in bytes (SPEC.md §1).
 pub const MAX_OWNER_LEN: usize = 256;
 
-/// Checks an owner id: 1..=256 bytes, not starting with `@`.
+/// Checks an owner id: 1..=256 bytes, not starting with `@`, and not a fixed field of any
+/// layout (`mode`, `permits`): every command that takes an owner asks this, whatever its
+/// key holds (see [`layout`]).
 pub fn owner(raw: &[u8]) -> Result<&[u8], LockError> {
-    match raw.first() {
-        None => Err(LockError::InvalidOwner(OwnerProblem::Empty)),
-        Some(b'@') => Err(LockError::InvalidOwner(OwnerProblem::Reserved)),
-        Some(_) if raw.len() > MAX_OWNER_LEN => Err(LockError::InvalidOwner(OwnerProblem::TooLong)),
-        Some(_) => Ok(raw),
-    }
+    let problem = match raw.first() {
+        None => OwnerProblem::Empty,
+        Some(&MODULE_MARK) => OwnerProblem::Reserved,
+        Some(_) if raw.len() > MAX_OWNER_LEN => OwnerProblem::TooLong,
+        Some(_) if layout::is_fixed_field(raw) => OwnerProblem::LayoutField,
+        Some(_) => return Ok(raw),
+    };
+    Err(LockError::InvalidOwner(problem))
 }
 
 /// Parses a decimal integer the way Redis does: an optional `-`, digits without leading
@@ -99,7 +104,9 @@ fn expected_text(allowed: &[Opt]) -> &'static str {
         [Opt::Lease, Opt::Wait] => "LEASE or WAIT",
         [Opt::Lease, Opt::Token] => "LEASE or TOKEN",
         [Opt::Token] => "TOKEN",
-        _ => "LEASE",
+        [Opt::Wait] => "WAIT",
+        [Opt::Lease] => "LEASE",
+        _ => "LEASE, WAIT or TOKEN",
     }
 }
 
@@ -140,6 +147,22 @@ mod tests {
             Err(LockError::InvalidOwner(OwnerProblem::Reserved))
         );
         assert!(owner(b"a@b\xff\x00").is_ok());
+    }
+
+    #[test]
+    fn an_owner_is_never_a_fixed_field_of_any_layout() {
+        for name in [&b"mode"[..], b"permits"] {
+            assert_eq!(
+                owner(name),
+                Err(LockError::InvalidOwner(OwnerProblem::LayoutField))
+            );
+        }
+        for name in layout::LAYOUTS.into_iter().flatten() {
+            assert!(owner(name).is_err(), "{name:?}");
+        }
+        for name in [&b"Mode"[..], b"PERMITS", b"mode:1", b"permits "] {
+            assert_eq!(owner(name), Ok(name));
+        }
     }
 
     #[test]
@@ -197,6 +220,18 @@ mod tests {
             LockError::Duplicate(Opt::Wait)
         );
         assert!(matches!(err(&[b"NX"]), LockError::UnknownOption { .. }));
+    }
+
+    #[test]
+    fn an_unknown_option_is_told_the_options_the_command_takes() {
+        let expected = |allowed: &[Opt]| match options(&[b"LEASE", b"5"], allowed, NOW) {
+            Err(LockError::UnknownOption { expected, .. }) => expected,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(expected(&[Opt::Wait]), "WAIT");
+        assert_eq!(expected(&[Opt::Token]), "TOKEN");
+        let e = options(&[b"LEASE", b"5"], &[Opt::Wait], NOW).unwrap_err();
+        assert_eq!(e.to_string(), "ERR unknown option 'LEASE', expected WAIT");
     }
 
     #[test]

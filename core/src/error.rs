@@ -10,6 +10,7 @@ use std::fmt;
 
 pub use crate::echo::{clip, printable, MAX_ECHO};
 pub use crate::fence_error::{FenceError, Refusal};
+use crate::layout;
 
 /// Which numeric option an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,8 @@ pub enum OwnerProblem {
     Reserved,
     /// A read-write lock's owner ending in `:write` (Redisson's writer field suffix).
     WriteSuffix,
+    /// A fixed field of a layout (`mode`, `permits`): see [`crate::layout`].
+    LayoutField,
 }
 
 /// An error reply of an rlock command.
@@ -173,6 +176,7 @@ impl fmt::Display for LockError {
                 OwnerProblem::TooLong => "ERR invalid owner: longer than 256 bytes",
                 OwnerProblem::Reserved => "ERR invalid owner: must not start with '@'",
                 OwnerProblem::WriteSuffix => "ERR invalid owner: must not end with ':write'",
+                OwnerProblem::LayoutField => return reserved_names(f),
             }),
             LockError::WrongType => {
                 f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -291,6 +295,16 @@ impl fmt::Display for LockError {
             ),
         }
     }
+}
+
+/// `ERR invalid owner: must not be 'mode' or 'permits'`, from the layouts' one list.
+fn reserved_names(f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_str("ERR invalid owner: must not be ")?;
+    for (i, name) in layout::reserved_names().enumerate() {
+        let joint = if i == 0 { "" } else { " or " };
+        write!(f, "{joint}'{}'", printable(name))?;
+    }
+    Ok(())
 }
 
 impl std::error::Error for LockError {}

@@ -109,3 +109,7 @@ impl Refusal {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "fence_error_tests.rs"]
+mod tests;

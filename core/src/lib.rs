@@ -13,7 +13,8 @@
 //! - `args` (argument parsing), `registry` (FIFO queues of waits ordered by arrival, exactly
 //!   one end per wait, grants, pending checks), `cluster` (key slots, `CLUSTER NODES`).
 //! - `error` (every error text), below it `fence_error` (`LOCK.FENCED`'s texts).
-//! - `echo` (how an error line echoes client bytes), `token` (fencing tokens), `channel`
+//! - `echo` (how an error line echoes client bytes), `layout` (the fixed fields of each
+//!   hash layout, and the owner names they reserve), `token` (fencing tokens), `channel`
 //!   (channel names), `counters` (`INFO rlock`'s counters), `idhash`, `reply` (replies as
 //!   plain values), `stall` (the stall clock), `verdict` (the gate's rules as a table).
 #![cfg_attr(
@@ -31,6 +32,7 @@ pub mod fence;
 pub mod fence_error;
 pub mod idhash;
 pub mod kind;
+pub mod layout;
 pub mod lock;
 pub mod parse;
 pub mod receivers;

@@ -6,9 +6,7 @@
 //! applies it.
 
 use crate::args::strict_i64;
-
-/// The hash field that holds the fencing token of the current holding.
-pub const TOKEN_FIELD: &[u8] = b"@token";
+pub use crate::layout::TOKEN_FIELD;
 
 /// The current holding of a lock.
 #[derive(Debug, Clone, PartialEq, Eq)]

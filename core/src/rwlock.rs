@@ -12,17 +12,11 @@ use std::collections::HashMap;
 
 use crate::args::strict_i64;
 
-/// The field Redisson reads the lock's mode from.
-pub const MODE_FIELD: &[u8] = b"mode";
+pub use crate::layout::{HOLDER_PREFIX, MODE_FIELD, WRITER_FIELD, WRITE_SUFFIX};
+
 /// What the module writes in `mode`: to a Redisson client the lock is held by someone
 /// else, exclusively, whatever rlock's holders hold (so it never joins them).
 pub const MODE_VALUE: &[u8] = b"write";
-/// The module's mark on the read-write locks it writes: the writer's owner, or empty.
-pub const WRITER_FIELD: &[u8] = b"@w";
-/// The prefix of a holder's `@h:<owner>` field.
-pub const HOLDER_PREFIX: &[u8] = b"@h:";
-/// The suffix of a writer's count field, `<owner>:write`.
-pub const WRITE_SUFFIX: &[u8] = b":write";
 /// Most holders of one read-write lock at once: a reader beyond them waits.
 pub const MAX_HOLDERS: usize = 1024;
 /// Most fields a read-write lock's hash has: `mode`, `@w` and three per holder.

@@ -12,15 +12,9 @@
 use std::collections::HashMap;
 
 use crate::args::strict_i64;
+pub use crate::layout::{NEXT_FIELD, TOTAL_FIELD, USED_FIELD};
 pub use crate::rwlock::{meta_value, parse_meta, HOLDER_PREFIX};
 
-/// The field of the total permits.
-pub const TOTAL_FIELD: &[u8] = b"permits";
-/// The field of the permits held now.
-pub const USED_FIELD: &[u8] = b"@used";
-/// The field of the earliest lease end of the holders, or an earlier time (Unix ms): while
-/// it is in the future, no holder's lease has ended.
-pub const NEXT_FIELD: &[u8] = b"@next";
 /// The largest total: 2^31 - 1.
 pub const MAX_PERMITS: i64 = i32::MAX as i64;
 /// Most holders of one semaphore at once: a newcomer beyond them waits.

@@ -15,6 +15,8 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<ReleaseArgs<'a>, LockError> {
     let (owner, rest) = match argv {
         [_, _key, owner] => (owner, &[][..]),
         [_, _key, owner, _, _] => (owner, &argv[3..]),
+        // `TOKEN` without its value: said so, rather than a wrong number of arguments.
+        [_, _key, owner, last] if last.eq_ignore_ascii_case(b"TOKEN") => (owner, &argv[3..]),
         _ => return Err(LockError::WrongArity),
     };
     Ok(ReleaseArgs {
@@ -42,5 +44,21 @@ mod tests {
             parse(&[b"LOCK.RELEASE", b"k", b"o", b"LEASE", b"7"]),
             Err(LockError::UnknownOption { .. })
         ));
+    }
+
+    #[test]
+    fn a_token_without_its_value_says_so() {
+        for last in [&b"TOKEN"[..], b"token"] {
+            assert_eq!(
+                parse(&[b"LOCK.RELEASE", b"k", b"o", last]),
+                Err(LockError::MissingValue(Opt::Token))
+            );
+        }
+        assert_eq!(
+            parse(&[b"LOCK.RELEASE", b"k", b"@o", b"TOKEN"]),
+            Err(LockError::InvalidOwner(
+                crate::error::OwnerProblem::Reserved
+            ))
+        );
     }
 }

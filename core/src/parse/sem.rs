@@ -52,12 +52,19 @@ pub fn split_permits<'a>(argv: &[&'a [u8]]) -> Result<(i64, Vec<&'a [u8]>), Lock
 }
 
 /// `SEM.RELEASE key owner [permits] [TOKEN t]`: the permits given back (`None`: all), and
-/// the arguments without them, as `LOCK.RELEASE`'s parser reads them.
+/// the arguments without them, as `LOCK.RELEASE`'s parser reads them. The third argument is
+/// the permits unless it is `TOKEN`, or a word (not a number) with more arguments after it,
+/// which `LOCK.RELEASE`'s parser then names as an unknown option.
 pub fn split_release<'a>(argv: &[&'a [u8]]) -> Result<(Option<i64>, Vec<&'a [u8]>), LockError> {
-    match argv.len() {
-        4 | 6 => split_permits(argv).map(|(n, rest)| (Some(n), rest)),
-        _ => Ok((None, argv.to_vec())),
+    let permits_given = match argv {
+        [_, _, _, third] => !third.eq_ignore_ascii_case(b"TOKEN"),
+        [_, _, _, third, _, ..] => strict_i64(third).is_some(),
+        _ => false,
+    };
+    if permits_given {
+        return split_permits(argv).map(|(n, rest)| (Some(n), rest));
     }
+    Ok((None, argv.to_vec()))
 }
 
 #[cfg(test)]
@@ -102,5 +109,27 @@ mod tests {
         let (n, _) = split_release(&[b"SEM.RELEASE", b"k", b"me", b"2", b"TOKEN", b"4"]).unwrap();
         assert_eq!(n, Some(2));
         assert!(split_release(&[b"SEM.RELEASE", b"k", b"@me", b"2"]).is_err());
+    }
+
+    #[test]
+    fn a_token_without_its_value_is_named_after_permits_or_not() {
+        let tail = |argv: &[&[u8]]| {
+            let (_, rest) = split_release(argv).unwrap();
+            crate::parse::release::parse(&rest).unwrap_err().to_string()
+        };
+        assert_eq!(
+            tail(&[b"SEM.RELEASE", b"k", b"me", b"1", b"TOKEN"]),
+            "ERR TOKEN needs a value"
+        );
+        assert_eq!(
+            tail(&[b"SEM.RELEASE", b"k", b"me", b"token"]),
+            "ERR TOKEN needs a value"
+        );
+        assert_eq!(
+            tail(&[b"SEM.RELEASE", b"k", b"me", b"WAIT", b"5"]),
+            "ERR unknown option 'WAIT', expected TOKEN"
+        );
+        assert!(split_release(&[b"SEM.RELEASE", b"k", b"me", b"x"]).is_err());
+        assert!(split_release(&[b"SEM.RELEASE", b"k", b"me", b"0", b"TOKEN", b"1"]).is_err());
     }
 }
