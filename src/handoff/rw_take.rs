@@ -108,6 +108,7 @@ fn decide(
                 deadline_ms: Some(deadline_ms),
             };
             key.apply_rw(&entry_of(owner, &holder))?;
+            expiry::lease_moved(ctx, key.name(), deadline_ms);
             counters::REENTERED.bump();
             Ok(Attempt::Held(token))
         }
@@ -135,7 +136,8 @@ fn take_free(
 ) -> Result<Result<i64, Option<i64>>, LockError> {
     let over = if others { Over::Other } else { Over::Nothing };
     let taken = door::take_in_command(ctx, key, over, (owner, Kind::Rw(mode), lease_ms))?;
-    Ok(taken.map(|(token, _)| {
+    Ok(taken.map(|(token, deadline_ms)| {
+        expiry::lease_moved(ctx, key.name(), deadline_ms);
         rw_serve::count_fresh(mode);
         token
     }))

