@@ -103,3 +103,49 @@ fn a_semaphore_renewal_to_a_shorter_lease_hands_on_at_its_end() {
     assert_eq!(int(&mut con, &["SEM.RENEW", "s", "a", "LEASE", "100"]), 1);
     granted_within(&b, HANDOFF_LIMIT);
 }
+
+/// A Redisson writer's holding of `rk` whose lease (the key's TTL) ends in 300 ms.
+fn redisson_writer(con: &mut redis::Connection) {
+    raw(con, &["HSET", "rk", "mode", "write", "u:1:write", "1"]);
+    raw(con, &["PEXPIRE", "rk", "300"]);
+}
+
+#[test]
+fn a_redisson_holding_is_handed_on_at_its_ttl_end() {
+    let server = Server::start();
+    let mut con = server.conn();
+    redisson_writer(&mut con);
+    let m = blocked(
+        &server,
+        &["RWLOCK.ACQUIRE", "rk", "m", "WRITE", "WAIT", "3000"],
+    );
+    granted_within(&m, Duration::from_millis(300) + HANDOFF_LIMIT);
+    let fields = support::hgetall(&mut con, b"rk");
+    assert!(!fields.contains_key(&b"u:1:write"[..]), "{fields:?}");
+}
+
+#[test]
+fn a_redisson_holding_is_handed_on_at_its_ttl_end_among_many_keys_with_a_ttl() {
+    let server = Server::start();
+    let mut con = server.conn();
+    // Redis's own expiry samples keys with a TTL: among 50,000 it may not find this one
+    // for a long time.
+    for batch in 0..50 {
+        let mut pipe = redis::pipe();
+        for i in 0..1000 {
+            pipe.cmd("SET")
+                .arg(format!("other:{batch}:{i}"))
+                .arg("1")
+                .arg("PX")
+                .arg(60_000)
+                .ignore();
+        }
+        pipe.query::<()>(&mut con).expect("pipeline");
+    }
+    redisson_writer(&mut con);
+    let m = blocked(
+        &server,
+        &["RWLOCK.ACQUIRE", "rk", "m", "WRITE", "WAIT", "3000"],
+    );
+    granted_within(&m, Duration::from_millis(300) + HANDOFF_LIMIT);
+}

@@ -53,7 +53,7 @@ const FOLDERS: Folders = &[
         "handoff",
         &[
             &["door"],
-            &["rw_serve", "latch_serve", "sem_serve"],
+            &["rw_serve", "rw_lease", "latch_serve", "sem_serve"],
             &["expiry"],
             &["take", "rw_take", "sem_take", "heartbeat"],
             &["blocked_wait"],
