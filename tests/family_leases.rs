@@ -4,6 +4,12 @@
 //! TTL; the release of the last live hold frees the key and is published; and a countdown
 //! latch brought to zero by a plain string write lets its waits go.
 
+#[path = "rwlock/client.rs"]
+#[allow(dead_code)]
+mod rw_client;
+#[path = "semaphore/client.rs"]
+#[allow(dead_code)]
+mod sem_client;
 mod support;
 #[path = "latch/waits.rs"]
 #[allow(dead_code)]
@@ -14,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use redis::Value;
-use support::{int, raw, Server};
+use support::{channel, int, raw, Server, Subscriber};
 
 /// How long a waiter may take after the end of the lease it waits for: generous, as the
 /// machine may be busy; without a check at the lease's end it waits its whole `WAIT`.
@@ -148,4 +154,74 @@ fn a_redisson_holding_is_handed_on_at_its_ttl_end_among_many_keys_with_a_ttl() {
         &["RWLOCK.ACQUIRE", "rk", "m", "WRITE", "WAIT", "3000"],
     );
     granted_within(&m, Duration::from_millis(300) + HANDOFF_LIMIT);
+}
+
+/// Every message on `channel` until a sentinel this test publishes after acting.
+fn heard(con: &mut redis::Connection, sub: &mut Subscriber, channel: &[u8]) -> Vec<Vec<u8>> {
+    let name = String::from_utf8_lossy(channel).into_owned();
+    raw(con, &["PUBLISH", &name, "end"]);
+    sub.until(b"end").into_iter().map(|m| m.payload).collect()
+}
+
+#[test]
+fn the_last_live_read_hold_released_frees_the_key_and_is_published() {
+    let server = Server::start();
+    let ch = channel("redisson_rwlock", b"k");
+    let mut sub = Subscriber::plain(&server, &ch);
+    let mut con = server.conn();
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "r1", "READ", "LEASE", "30000"],
+    );
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "r2", "READ", "LEASE", "100"],
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(int(&mut con, &["RWLOCK.RELEASE", "k", "r1", "READ"]), 0);
+    assert_eq!(raw(&mut con, &["EXISTS", "k"]), Value::Int(0));
+    assert_eq!(heard(&mut con, &mut sub, &ch), vec![b"1".to_vec()]);
+}
+
+#[test]
+fn a_read_hold_released_beside_a_live_one_keeps_the_key_unpublished() {
+    let server = Server::start();
+    let ch = channel("redisson_rwlock", b"k");
+    let mut sub = Subscriber::plain(&server, &ch);
+    let mut con = server.conn();
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "r1", "READ", "LEASE", "30000"],
+    );
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "r2", "READ", "LEASE", "100"],
+    );
+    int(
+        &mut con,
+        &["RWLOCK.ACQUIRE", "k", "r3", "READ", "LEASE", "30000"],
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(int(&mut con, &["RWLOCK.RELEASE", "k", "r1", "READ"]), 0);
+    assert_eq!(raw(&mut con, &["EXISTS", "k"]), Value::Int(1));
+    assert!(heard(&mut con, &mut sub, &ch).is_empty());
+    let info = rw_client::rw_info(&mut con, "k");
+    let owners: Vec<&str> = info.holders.iter().map(|h| h.0.as_str()).collect();
+    assert_eq!(owners, ["r3"]);
+}
+
+#[test]
+fn the_last_live_permit_holder_released_leaves_every_permit_free() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["SEM.PERMITS", "s", "2"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "30000"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "b", "1", "LEASE", "100"]);
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(int(&mut con, &["SEM.RELEASE", "s", "a"]), 0);
+    let info = sem_client::sem_info(&mut con, "s").expect("the semaphore stays");
+    assert_eq!((info.total, info.available), (2, 2));
+    assert!(info.holders.is_empty(), "{info:?}");
+    // Both permits at once, for a newcomer.
+    assert!(int(&mut con, &["SEM.ACQUIRE", "s", "c", "2"]) > 0);
 }

@@ -38,7 +38,10 @@ const FOLDERS: Folders = &[
     ),
     (
         "store",
-        &[&["write", "publish", "rw", "latch"], &["persist", "sem"]],
+        &[
+            &["write", "publish", "rw", "rw_live", "latch"],
+            &["persist", "sem"],
+        ],
     ),
     (
         "waits",
