@@ -4,6 +4,9 @@
 //! TTL; the release of the last live hold frees the key and is published; and a countdown
 //! latch brought to zero by a plain string write lets its waits go.
 
+#[path = "tickets/receiver.rs"]
+#[allow(dead_code)]
+mod receiver;
 #[path = "rwlock/client.rs"]
 #[allow(dead_code)]
 mod rw_client;
@@ -19,6 +22,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use receiver::Receiver;
 use redis::Value;
 use support::{channel, int, raw, Server, Subscriber};
 
@@ -224,4 +228,55 @@ fn the_last_live_permit_holder_released_leaves_every_permit_free() {
     assert!(info.holders.is_empty(), "{info:?}");
     // Both permits at once, for a newcomer.
     assert!(int(&mut con, &["SEM.ACQUIRE", "s", "c", "2"]) > 0);
+}
+
+/// A latch of count 2 with one blocked `LATCH.AWAIT` and one `LATCH.WAIT` ticket, brought
+/// to zero or below by `write`: both waits end with 1.
+fn plain_write_opens_the_latch(write: &[&str]) {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LATCH.SET", "l", "2"]);
+    let blocked = blocked(&server, &["LATCH.AWAIT", "l", "WAIT", "0"]);
+    queued(&mut con, 1);
+    let mut r = Receiver::push(&server);
+    let (tag, id) = waits::pair(&r.call(&["LATCH.WAIT", "l"]));
+    assert_eq!(tag, "queued");
+    queued(&mut con, 2);
+    raw(&mut con, write);
+    match blocked.recv_timeout(HANDOFF_LIMIT) {
+        Ok(reply) => assert_eq!(reply, Value::Int(1), "{write:?}"),
+        Err(_) => panic!("{write:?}: the blocked LATCH.AWAIT was not released"),
+    }
+    assert_eq!(r.outcome(), (id, "1".to_owned()), "{write:?}");
+    queued(&mut con, 0);
+}
+
+#[test]
+fn a_latch_brought_to_zero_by_decrby_lets_its_waits_go() {
+    plain_write_opens_the_latch(&["DECRBY", "l", "2"]);
+}
+
+#[test]
+fn a_latch_set_to_zero_lets_its_waits_go() {
+    plain_write_opens_the_latch(&["SET", "l", "0"]);
+}
+
+#[test]
+fn a_latch_brought_below_zero_lets_its_waits_go() {
+    plain_write_opens_the_latch(&["INCRBY", "l", "-5"]);
+}
+
+#[test]
+fn a_latch_written_above_zero_keeps_its_waits() {
+    let server = Server::start();
+    let mut con = server.conn();
+    int(&mut con, &["LATCH.SET", "l", "2"]);
+    let rx = blocked(&server, &["LATCH.AWAIT", "l", "WAIT", "0"]);
+    queued(&mut con, 1);
+    raw(&mut con, &["DECR", "l"]);
+    raw(&mut con, &["SET", "l", "7"]);
+    waits::still_waiting(&rx);
+    assert_eq!(waits::queued_now(&mut con), 1);
+    raw(&mut con, &["DEL", "l"]);
+    assert_eq!(waits::released(&rx), Value::Int(1));
 }
