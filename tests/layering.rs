@@ -38,7 +38,10 @@ const FOLDERS: Folders = &[
     ),
     (
         "store",
-        &[&["write", "publish", "rw", "latch"], &["persist", "sem"]],
+        &[
+            &["write", "publish", "rw", "rw_live", "latch"],
+            &["persist", "sem"],
+        ],
     ),
     (
         "waits",
@@ -53,7 +56,7 @@ const FOLDERS: Folders = &[
         "handoff",
         &[
             &["door"],
-            &["rw_serve", "latch_serve", "sem_serve"],
+            &["rw_serve", "rw_lease", "latch_serve", "sem_serve"],
             &["expiry"],
             &["take", "rw_take", "sem_take", "heartbeat"],
             &["blocked_wait"],

@@ -3,7 +3,7 @@
 use redis_module::raw;
 
 use crate::commands::dispatch::Args;
-use crate::handoff::{rw_serve, rw_take};
+use crate::handoff::{expiry, rw_serve, rw_take};
 use crate::host::{config, gate, node};
 use crate::store::{entry_of, LockKey, Mode};
 use rlock_core::counters;
@@ -29,6 +29,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
             Some(mut holder) => {
                 holder.deadline_ms = Some(now.saturating_add(lease));
                 key.apply_rw(&entry_of(owner, &holder))?;
+                expiry::lease_moved(ctx, key.name(), now.saturating_add(lease));
                 counters::RENEWED.bump();
                 1
             }
@@ -48,6 +49,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         Some(mut holder) => {
             holder.deadline_ms = Some(now.saturating_add(lease));
             key.apply_rw(&entry_of(owner, &holder))?;
+            expiry::lease_moved(ctx, key.name(), now.saturating_add(lease));
             state.put(holder);
             counters::RENEWED.bump();
             1

@@ -3,7 +3,7 @@
 use redis_module::raw;
 
 use crate::commands::dispatch::Args;
-use crate::handoff::{sem_serve, sem_take};
+use crate::handoff::{expiry, sem_serve, sem_take};
 use crate::host::{config, gate, node};
 use crate::store::{sem_entry, LockKey, Mode};
 use rlock_core::counters;
@@ -37,6 +37,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         Some(mut holder) => {
             holder.deadline_ms = now.saturating_add(lease);
             key.apply_sem(&sem_entry(owner, &holder))?;
+            expiry::lease_moved(ctx, key.name(), holder.deadline_ms);
             counters::RENEWED.bump();
             1
         }

@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::{latch_serve, rw_serve, sem_serve};
+use crate::handoff::{latch_serve, rw_lease, rw_serve, sem_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -307,15 +307,18 @@ fn rearm_at_lease_end(
     Ok(())
 }
 
-/// A read-write lock's waiters: lapsed holders out, the queue served, the next check armed
-/// at the first lease to end. A key that is not a read-write lock keeps them waiting until
+/// A read-write lock's waiters: lapsed holders out (a script-based client's at the end of
+/// the key's TTL), the queue served, the next check armed at the first lease to end. A key that is not a read-write lock keeps them waiting until
 /// it is one, or they time out.
 fn serve_rw(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Result<(), LockError> {
-    let Ok((state, pruned)) = rw_serve::live_state(ctx, key) else {
+    let Ok((mut state, pruned)) = rw_serve::live_state(ctx, key) else {
         return Ok(());
     };
-    let freed = pruned && state.holders.is_empty();
-    if let Some(at) = rw_serve::serve(ctx, check.db, key, state, (false, freed))? {
+    let lease_end = check.cause.is_lease_end();
+    let (ended, ttl_end) = rw_lease::ended_with_ttl(ctx, key, &mut state, lease_end)?;
+    let freed = (pruned || ended) && state.holders.is_empty();
+    let next = rw_serve::serve(ctx, check.db, key, state, (false, freed))?;
+    if let Some(at) = next.into_iter().chain(ttl_end).min() {
         arm(ctx, check.db, &check.key, at);
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! Locks changing hands: the one door of every fresh holding, which asks the gate, and a
 //! holding's end, handing the lock to the first waiter or freeing it (`door.rs`); taking a
-//! lock for a command: serve the queue first, take it free, or reenter (`take.rs`); lease
+//! lock for a command: serve the queue first, take it free, or reenter (`take.rs`); a
+//! script-based client's read-write holders ended with the key's TTL (`rw_lease.rs`); lease
 //! timers and checks (`expiry.rs`); the heartbeat (`heartbeat.rs`); a blocked client's wait
 //! (`blocked_wait.rs`) and a ticket's life (`ticket_wait.rs`).
 //!
@@ -11,6 +12,7 @@ pub mod door;
 pub mod expiry;
 pub mod heartbeat;
 pub mod latch_serve;
+pub mod rw_lease;
 pub mod rw_serve;
 pub mod rw_take;
 pub mod sem_serve;

@@ -109,6 +109,7 @@ fn decide(
                 deadline_ms: Some(deadline_ms),
             };
             key.apply_rw(&entry_of(owner, &holder))?;
+            expiry::lease_moved(ctx, key.name(), deadline_ms);
             counters::REENTERED.bump();
             Ok(Attempt::Held(token))
         }
@@ -136,7 +137,8 @@ fn take_free(
 ) -> Result<Result<i64, Option<i64>>, LockError> {
     let over = if others { Over::Other } else { Over::Nothing };
     let taken = door::take_in_command(ctx, key, over, (owner, Kind::Rw(mode), lease_ms))?;
-    Ok(taken.map(|(token, _)| {
+    Ok(taken.map(|(token, deadline_ms)| {
+        expiry::lease_moved(ctx, key.name(), deadline_ms);
         rw_serve::count_fresh(mode);
         token
     }))
@@ -162,7 +164,7 @@ pub fn release(
     let left = match (step, glance.mine) {
         (RwRelease::NotHeld, _) | (_, None) => return Ok(None),
         (RwRelease::Gone, Some(holder)) => {
-            let exists = key.apply_rw(&rw_serve::gone(owner))?;
+            let exists = key.apply_rw(&rw_serve::gone(owner))? && live_left(ctx, key)?;
             changed(ctx, key, exists, holder.writes > 0 || near_limit)?;
             0
         }
@@ -208,6 +210,17 @@ fn changed(
         }
         _ => Ok(()),
     }
+}
+
+/// Whether a holder whose lease has not ended is left in `key`, after a holder left it.
+/// When none is, the lapsed ones are taken out, which deletes the key: a lock nobody holds
+/// is free, its release published, its queue served, as when its last holder leaves.
+fn live_left(ctx: *mut raw::RedisModuleCtx, key: &LockKey) -> Result<bool, LockError> {
+    if key.rw_has_live_holder(node::now_ms())? {
+        return Ok(true);
+    }
+    let (state, _) = rw_serve::live_state(ctx, key)?;
+    Ok(!state.holders.is_empty())
 }
 
 /// [`release`] on the whole hash, lapsed holders taken out first.

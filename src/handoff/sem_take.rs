@@ -79,6 +79,7 @@ fn decide(
                 deadline_ms: node::now_ms().saturating_add(lease),
             };
             key.apply_sem(&sem_entry(owner, &holder))?;
+            expiry::lease_moved(ctx, key.name(), holder.deadline_ms);
             counters::REENTERED.bump();
             counters::SEM_PERMITS_GRANTED.add(permits);
             Ok(Attempt::Held(token))
@@ -105,7 +106,8 @@ fn take_free(
 ) -> Result<Result<i64, Option<i64>>, LockError> {
     let kind = Kind::Permits(u32::try_from(permits).map_err(|_| LockError::CountOverflow)?);
     let taken = door::take_in_command(ctx, key, Over::Other, (owner, kind, lease_ms))?;
-    Ok(taken.map(|(token, _)| {
+    Ok(taken.map(|(token, deadline_ms)| {
+        expiry::lease_moved(ctx, key.name(), deadline_ms);
         sem_serve::count_fresh(permits);
         token
     }))

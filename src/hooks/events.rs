@@ -16,19 +16,30 @@ use crate::store::persist;
 use crate::waits::finish;
 use crate::waits::{queues, tickets};
 use rlock_core::error::LockError;
+use rlock_core::rwlock::Kind;
 use rlock_core::token::{self, TOKENS};
 
-/// Keyspace events (generic, expired, evicted): a `RESTORE` (or a `MIGRATE` into this
-/// node) teaches the token counter the restored lock's token; any event on a lock with
-/// waiters makes the module check it at once. Redis calls this for every such event on any
-/// key, the module's own writes included, so it returns at once unless some client waits.
+/// Keyspace events (generic, expired, evicted, string): a `RESTORE` (or a `MIGRATE` into
+/// this node) teaches the token counter the restored lock's token; any event on a lock with
+/// waiters makes the module check it at once, and a string write on a countdown latch with
+/// waits (a `DECRBY`, a `SET` to zero). Redis calls this for every such event on any key,
+/// the module's own writes included, so it returns at once unless some client waits.
 unsafe extern "C" fn on_key_event(
     ctx: *mut raw::RedisModuleCtx,
-    _class: c_int,
+    class: c_int,
     event: *const c_char,
     key: *mut raw::RedisModuleString,
 ) -> c_int {
     guard::entry("keyspace event", 0, || {
+        if class & raw::REDISMODULE_NOTIFY_STRING as c_int != 0 {
+            if queues::any() && !store::self_notifying() {
+                guard::callback("string write", || {
+                    string_written(ctx, key);
+                    Ok(())
+                });
+            }
+            return 0;
+        }
         if store::self_notifying() {
             return 0;
         }
@@ -51,6 +62,17 @@ unsafe extern "C" fn on_key_event(
         keep_the_callers_db(ctx, event);
         0
     })
+}
+
+/// A string written by a client: if it is a countdown latch with waits, it is checked on
+/// the next turn of the event loop (never here: a keyspace event must not write), and its
+/// waits go if its count is zero or less. Other locks' waits do not watch string writes.
+fn string_written(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) {
+    let db = node::selected_db(ctx);
+    let name = redis_module::RedisString::string_as_slice(key);
+    if queues::first(db, name).is_some_and(|w| w.kind == Kind::Latch) {
+        expiry::arm(ctx, db, name, node::now_ms());
+    }
 }
 
 /// The database of the last `move_from` event (-1: none pending).
@@ -79,7 +101,8 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), LockError> {
     let keyspace = api!(RedisModule_SubscribeToKeyspaceEvents);
     let classes = raw::REDISMODULE_NOTIFY_GENERIC
         | raw::REDISMODULE_NOTIFY_EXPIRED
-        | raw::REDISMODULE_NOTIFY_EVICTED;
+        | raw::REDISMODULE_NOTIFY_EVICTED
+        | raw::REDISMODULE_NOTIFY_STRING;
     unsafe { keyspace(ctx, classes as c_int, Some(on_key_event)) };
     let subscribe = api!(RedisModule_SubscribeToServerEvent);
     let events = [

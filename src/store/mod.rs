@@ -23,6 +23,7 @@ pub mod latch;
 pub mod persist;
 pub mod publish;
 mod rw;
+mod rw_live;
 mod sem;
 mod write;
 
