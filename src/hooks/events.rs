@@ -16,7 +16,7 @@ use crate::store::persist;
 use crate::waits::finish;
 use crate::waits::{queues, tickets};
 use rlock_core::error::LockError;
-use rlock_core::rwlock::Kind;
+use rlock_core::kind::Family;
 use rlock_core::token::{self, TOKENS};
 
 /// Keyspace events (generic, expired, evicted, string): a `RESTORE` (or a `MIGRATE` into
@@ -70,7 +70,7 @@ unsafe extern "C" fn on_key_event(
 fn string_written(ctx: *mut raw::RedisModuleCtx, key: *mut raw::RedisModuleString) {
     let db = node::selected_db(ctx);
     let name = redis_module::RedisString::string_as_slice(key);
-    if queues::first(db, name).is_some_and(|w| w.kind == Kind::Latch) {
+    if queues::lane_len(db, name, Family::Latch) > 0 {
         expiry::arm(ctx, db, name, node::now_ms());
     }
 }
