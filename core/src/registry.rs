@@ -2,7 +2,8 @@
 //! has not gone out, and the pending lease checks. Pure bookkeeping with no Redis types, so
 //! that its rules are unit-tested alone:
 //!
-//! - a lock's waiters are served in the order they came;
+//! - a lock's waiters of one family (`kind.rs`) are served in the order they came, and a
+//!   family's waits are taken out by its own paths alone (`take_lane`);
 //! - a waiter leaves the registry exactly once, whoever takes it (a handoff, its `WAIT`
 //!   running out, its disconnection), so it gets exactly one reply;
 //! - a grant is taken exactly once: by its reply, or by a revocation when its client left;
@@ -15,12 +16,13 @@
 //! `C` identifies a queued wait: a blocked client's handle's address, or a ticket's number
 //! (server-made ids, hashed cheaply: `idhash.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::rc::Rc;
 
 use crate::idhash::{IdMap, IdSet};
-use crate::kind::Kind;
+use crate::kind::{Family, Kind};
+use lanes::Queue;
 
 /// A database number.
 pub type Db = i32;
@@ -52,26 +54,6 @@ pub struct Grant {
     pub token: i64,
     /// What was granted: a plain lock, or a read or write hold.
     pub kind: Kind,
-}
-
-#[derive(Debug)]
-struct Queue<C> {
-    /// By their number of arrival: the first is the first to be served.
-    waiters: BTreeMap<u64, Waiter<C>>,
-    /// When the earliest pending check of this lock fires (Unix ms).
-    check_at: Option<i64>,
-    /// The timer of that check, until it fires or is replaced.
-    check_timer: Option<u64>,
-}
-
-impl<C> Default for Queue<C> {
-    fn default() -> Self {
-        Queue {
-            waiters: BTreeMap::new(),
-            check_at: None,
-            check_timer: None,
-        }
-    }
 }
 
 /// Every queue, grant and pending check of one node. A lock's name is stored once, shared
@@ -144,25 +126,29 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         self.next += 1;
         self.index
             .insert(waiter.client, (db, Rc::clone(&name), number));
-        queues
-            .entry(name)
-            .or_default()
-            .waiters
-            .insert(number, waiter);
+        queues.entry(name).or_default().insert(number, waiter);
     }
 
-    /// Takes the first waiter of `key` out of its queue.
-    pub fn pop_first(&mut self, db: Db, key: &[u8]) -> Option<Waiter<C>> {
-        let (_, waiter) = self.queue_mut(db, key)?.waiters.pop_first()?;
+    /// Takes the first waiter of `family` out of the queue of `key`.
+    pub fn pop_first(&mut self, db: Db, key: &[u8], family: Family) -> Option<Waiter<C>> {
+        let waiter = self.queue_mut(db, key)?.pop_first(family)?;
         self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&waiter.client);
         self.drop_if_empty(db, key);
         Some(waiter)
     }
 
-    /// The first waiter of `key`, left in its queue.
-    pub fn first(&self, db: Db, key: &[u8]) -> Option<&Waiter<C>> {
-        self.dbs.get(&db)?.get(key)?.waiters.values().next()
+    /// The first waiter of `family` in the queue of `key`, left there.
+    pub fn first(&self, db: Db, key: &[u8], family: Family) -> Option<&Waiter<C>> {
+        self.dbs.get(&db)?.get(key)?.first(family)
+    }
+
+    /// The families with waits on `key`, the one whose first wait came first first.
+    pub fn heads(&self, db: Db, key: &[u8]) -> Vec<Family> {
+        self.dbs
+            .get(&db)
+            .and_then(|q| q.get(key))
+            .map_or_else(Vec::new, Queue::heads)
     }
 
     /// Takes a queued client out of its queue: only the waiter `id`, when given. O(log n)
@@ -170,26 +156,26 @@ impl<C: Copy + Eq + Hash> Registry<C> {
     pub fn take(&mut self, client: C, id: Option<u64>) -> Option<Waiter<C>> {
         let (db, key, number) = self.index.get(&client)?.clone();
         let queue = self.queue_mut(db, &key)?;
-        let found = queue.waiters.get(&number)?;
+        let found = queue.get(number)?;
         if found.client != client || id.is_some_and(|id| found.id != id) {
             return None;
         }
-        let waiter = queue.waiters.remove(&number)?;
+        let waiter = queue.remove(number)?;
         self.bytes = self.bytes.saturating_sub(cost(&waiter));
         self.index.remove(&client);
         self.drop_if_empty(db, &key);
         Some(waiter)
     }
 
-    /// The first `n` waiters of `key`, in order: their owners and what they wait for.
+    /// The first `n` waiters of `key`, in their order of arrival: their owners and what
+    /// they wait for.
     pub fn peek(&self, db: Db, key: &[u8], n: usize) -> Vec<(Vec<u8>, Kind)> {
         self.dbs
             .get(&db)
             .and_then(|q| q.get(key))
             .map_or_else(Vec::new, |q| {
-                q.waiters
-                    .values()
-                    .take(n)
+                q.first_n(n)
+                    .into_iter()
                     .map(|w| (w.owner.to_vec(), w.kind))
                     .collect()
             })
@@ -208,7 +194,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .flat_map(|(_, queues)| queues.into_values())
             .flat_map(|q| {
                 self.stale_timers.extend(q.check_timer);
-                q.waiters.into_values()
+                q.into_waiters()
             })
             .collect();
         self.index.clear();
@@ -216,12 +202,34 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         all
     }
 
-    /// Takes the waiters of `key`, in FIFO order.
+    /// Takes the waiters of `key`, of every family, in their order of arrival.
     pub fn take_queue(&mut self, db: Db, key: &[u8]) -> Vec<Waiter<C>> {
-        let mut taken = Vec::new();
-        while let Some(waiter) = self.pop_first(db, key) {
-            taken.push(waiter);
+        let Some(queue) = self.dbs.get_mut(&db).and_then(|q| q.remove(key)) else {
+            return Vec::new();
+        };
+        self.stale_timers.extend(queue.check_timer);
+        self.bytes = self.bytes.saturating_sub(queue_cost::<C>(key));
+        let taken = queue.into_waiters();
+        for waiter in &taken {
+            self.bytes = self.bytes.saturating_sub(cost(waiter));
+            self.index.remove(&waiter.client);
         }
+        self.drop_if_empty(db, key);
+        taken
+    }
+
+    /// Takes the waiters of `family` queued on `key`, in their order of arrival; those of
+    /// other families stay queued.
+    pub fn take_lane(&mut self, db: Db, key: &[u8], family: Family) -> Vec<Waiter<C>> {
+        let Some(queue) = self.queue_mut(db, key) else {
+            return Vec::new();
+        };
+        let taken: Vec<Waiter<C>> = std::mem::take(queue.lane_mut(family)).into_values().collect();
+        for waiter in &taken {
+            self.bytes = self.bytes.saturating_sub(cost(waiter));
+            self.index.remove(&waiter.client);
+        }
+        self.drop_if_empty(db, key);
         taken
     }
 
@@ -244,7 +252,15 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         self.dbs
             .get(&db)
             .and_then(|queues| queues.get(key))
-            .map_or(0, |q| q.waiters.len())
+            .map_or(0, Queue::len)
+    }
+
+    /// Number of waits of `family` queued on `key`.
+    pub fn lane_len(&self, db: Db, key: &[u8], family: Family) -> usize {
+        self.dbs
+            .get(&db)
+            .and_then(|queues| queues.get(key))
+            .map_or(0, |q| q.lane_len(family))
     }
 
     /// Clients queued anywhere.
@@ -277,7 +293,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
     fn drop_if_empty(&mut self, db: Db, key: &[u8]) {
         if let Some(queues) = self.dbs.get_mut(&db) {
-            if queues.get(key).is_some_and(|q| q.waiters.is_empty()) {
+            if queues.get(key).is_some_and(Queue::is_empty) {
                 if let Some(timer) = queues.remove(key).and_then(|q| q.check_timer) {
                     self.stale_timers.insert(timer);
                 }
@@ -299,6 +315,7 @@ impl<C: Copy + Eq + Hash> Registry<C> {
 
 mod bulk;
 mod checks;
+mod lanes;
 mod turns;
 
 pub use bulk::Taken;

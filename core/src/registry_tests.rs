@@ -3,6 +3,8 @@
 use super::*;
 use crate::kind::RwMode;
 
+const LOCK: Family = Family::Lock;
+
 fn waiter(client: usize, id: u64) -> Waiter<usize> {
     Waiter {
         id,
@@ -31,7 +33,7 @@ fn waiters_are_served_in_the_order_they_came() {
     for c in 1..=3 {
         r.enqueue(0, b"k", waiter(c, c as u64));
     }
-    let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"k"))
+    let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"k", LOCK))
         .map(|w| w.client)
         .collect();
     assert_eq!(served, [1, 2, 3]);
@@ -58,8 +60,8 @@ fn queues_of_other_keys_and_dbs_are_separate() {
     r.enqueue(0, b"a", waiter(1, 1));
     r.enqueue(0, b"b", waiter(2, 2));
     r.enqueue(1, b"a", waiter(3, 3));
-    assert_eq!(r.pop_first(0, b"a").map(|w| w.client), Some(1));
-    assert_eq!(r.pop_first(0, b"a"), None);
+    assert_eq!(r.pop_first(0, b"a", LOCK).map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, b"a", LOCK), None);
     assert_eq!((r.queue_len(0, b"b"), r.queue_len(1, b"a")), (1, 1));
     assert_eq!(r.queued_keys(Some(1)), [(1, b"a".to_vec())]);
     assert_eq!(r.queued_keys(None).len(), 2);
@@ -70,13 +72,13 @@ fn a_waiter_leaves_exactly_once_whoever_takes_it() {
     let mut r = Registry::default();
     r.enqueue(0, b"k", waiter(1, 10));
     // A handoff took it: its WAIT deadline and its disconnection find nothing.
-    assert!(r.pop_first(0, b"k").is_some());
+    assert!(r.pop_first(0, b"k", LOCK).is_some());
     assert_eq!(r.take(1, Some(10)), None);
     assert_eq!(r.take(1, None), None);
     // Its deadline took it: a handoff finds nobody.
     r.enqueue(0, b"k", waiter(1, 11));
     assert!(r.take(1, Some(11)).is_some());
-    assert_eq!(r.pop_first(0, b"k"), None);
+    assert_eq!(r.pop_first(0, b"k", LOCK), None);
 }
 
 #[test]
@@ -94,8 +96,8 @@ fn taking_from_the_middle_keeps_the_order_of_the_rest() {
         r.enqueue(0, b"k", waiter(c, c as u64));
     }
     assert!(r.take(2, None).is_some());
-    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(1));
-    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(3));
+    assert_eq!(r.pop_first(0, b"k", LOCK).map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, b"k", LOCK).map(|w| w.client), Some(3));
 }
 
 #[test]
@@ -166,7 +168,7 @@ fn a_lock_name_is_kept_once_for_all_its_waiters() {
         second < 500,
         "a second waiter cost {second} bytes: the key was copied"
     );
-    assert_eq!(r.pop_first(0, &key).map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, &key, LOCK).map(|w| w.client), Some(1));
     assert_eq!(r.take(2, None).map(|w| w.client), Some(2));
     assert_eq!(r.memory(), 0);
     assert_eq!(r.queued_keys(None), Vec::<(Db, Vec<u8>)>::new());
@@ -186,7 +188,7 @@ fn many_waits_leave_at_once_and_the_rest_keep_their_order() {
         .timers;
     timers.sort_unstable();
     assert_eq!(timers, [102, 108]);
-    let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"a"))
+    let served: Vec<usize> = std::iter::from_fn(|| r.pop_first(0, b"a", LOCK))
         .map(|w| w.client)
         .collect();
     assert_eq!(served, [1, 4, 5, 6]);
@@ -234,7 +236,7 @@ fn a_few_waits_leave_by_lookup_and_most_by_a_scan() {
         r.take_many(&waits);
         assert_eq!(r.waiting(), queued - taken);
         assert_eq!(r.location(40), Some((0, &b"k"[..])));
-        assert_eq!(r.first(0, b"k").map(|w| w.client), Some(taken + 1));
+        assert_eq!(r.first(0, b"k", LOCK).map(|w| w.client), Some(taken + 1));
         assert_eq!(r.take(1, None), None, "gone from the index too");
     }
 }
@@ -249,8 +251,8 @@ fn taking_from_the_middle_of_a_long_queue_is_by_number() {
         assert!(r.take(c, Some(c as u64)).is_some());
     }
     assert_eq!(r.queue_len(0, b"k"), 500);
-    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(1));
-    assert_eq!(r.pop_first(0, b"k").map(|w| w.client), Some(3));
+    assert_eq!(r.pop_first(0, b"k", LOCK).map(|w| w.client), Some(1));
+    assert_eq!(r.pop_first(0, b"k", LOCK).map(|w| w.client), Some(3));
 }
 
 #[test]
@@ -266,7 +268,74 @@ fn a_queue_that_empties_hands_back_its_pending_timer_until_it_fires() {
     r.enqueue(0, b"k", waiter(2, 2));
     assert!(r.claim_check(0, b"k", 100));
     r.replace_check_timer(0, b"k", 8);
-    assert!(r.pop_first(0, b"k").is_some());
+    assert!(r.pop_first(0, b"k", LOCK).is_some());
     r.check_ran(0, b"k", 100, 8);
     assert_eq!(r.take_stale_timers(), Vec::<u64>::new());
+}
+
+fn waiter_of(client: usize, kind: Kind) -> Waiter<usize> {
+    let mut w = waiter(client, client as u64);
+    w.kind = kind;
+    w
+}
+
+#[test]
+fn each_family_has_its_own_line_and_the_first_to_come_heads() {
+    let mut r = Registry::default();
+    let kinds = [
+        Kind::Rw(RwMode::Write),
+        Kind::Latch,
+        Kind::Lock,
+        Kind::Latch,
+        Kind::Permits(2),
+        Kind::Rw(RwMode::Read),
+    ];
+    for (c, kind) in kinds.into_iter().enumerate() {
+        r.enqueue(0, b"k", waiter_of(c, kind));
+    }
+    assert_eq!(
+        r.heads(0, b"k"),
+        [Family::Rw, Family::Latch, Family::Lock, Family::Sem]
+    );
+    assert_eq!(r.first(0, b"k", Family::Lock).map(|w| w.client), Some(2));
+    assert_eq!(r.lane_len(0, b"k", Family::Rw), 2);
+    let order: Vec<Kind> = r.peek(0, b"k", 10).into_iter().map(|(_, k)| k).collect();
+    assert_eq!(order, kinds);
+    assert_eq!(r.peek(0, b"k", 3).len(), 3);
+}
+
+#[test]
+fn taking_a_family_leaves_every_other_wait_queued() {
+    let mut r = Registry::default();
+    let kinds = [Kind::Lock, Kind::Latch, Kind::Rw(RwMode::Write), Kind::Latch];
+    for (c, kind) in kinds.into_iter().enumerate() {
+        r.enqueue(0, b"k", waiter_of(c, kind));
+    }
+    let latches: Vec<usize> = r
+        .take_lane(0, b"k", Family::Latch)
+        .into_iter()
+        .map(|w| w.client)
+        .collect();
+    assert_eq!(latches, [1, 3]);
+    assert_eq!((r.waiting(), r.queue_len(0, b"k")), (2, 2));
+    assert_eq!(r.take(1, None), None);
+    assert_eq!(r.pop_first(0, b"k", Family::Latch), None);
+    assert_eq!(r.pop_first(0, b"k", LOCK).map(|w| w.client), Some(0));
+    assert_eq!(r.take(2, Some(2)).map(|w| w.client), Some(2));
+    assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
+}
+
+#[test]
+fn many_waits_of_several_families_leave_at_once() {
+    let mut r = Registry::default();
+    for c in 0..40 {
+        let kind = [Kind::Lock, Kind::Latch, Kind::Permits(1), Kind::Rw(RwMode::Read)][c % 4];
+        r.enqueue(0, b"k", waiter_of(c, kind));
+    }
+    let waits: Vec<(usize, u64)> = (0..40).filter(|c| c % 3 == 0).map(|c| (c, c as u64)).collect();
+    r.take_many(&waits);
+    let left: Vec<usize> = r.take_queue(0, b"k").into_iter().map(|w| w.client).collect();
+    let want: Vec<usize> = (0..40).filter(|c| c % 3 != 0).collect();
+    assert_eq!(left, want);
+    assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
+use rlock_core::kind::Family;
 use rlock_core::registry::{Db, Registry, Waiter};
 
 /// Few clients, so that a client's handle is reused after its wait ended; two databases
@@ -93,7 +94,7 @@ impl Run {
             }
             Op::PopFirst { lock } => {
                 let (db, key) = LOCKS[lock];
-                let popped = self.registry.pop_first(db, key).map(|w| (w.client, w.id));
+                let popped = self.registry.pop_first(db, key, Family::Lock).map(|w| (w.client, w.id));
                 let first = self.model.get(&lock).and_then(|w| w.first().copied());
                 assert_eq!(popped, first, "not the first come");
                 self.end(popped.map(|(_, id)| id));

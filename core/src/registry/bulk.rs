@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use super::{cost, Db, Registry, Waiter};
 use crate::idhash::IdMap;
+use crate::kind::Family;
 
 /// Where a wait being taken was: its lock, its number there, its entry and wait id.
 struct Place<C> {
@@ -93,9 +94,14 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         let Some(queue) = self.dbs.get_mut(&db).and_then(|q| q.get_mut(&key[..])) else {
             return;
         };
-        // (number, entry, wait id) of each wait, without a pointer to chase.
-        let mut waits: Vec<(u64, C, u64)> =
-            group.iter().map(|p| (p.number, p.client, p.id)).collect();
+        // (number, entry, wait id) of each wait, without a pointer to chase, by the line
+        // of its family.
+        let mut lanes: [Vec<(u64, C, u64)>; 4] = Default::default();
+        for p in group {
+            if let Some(family) = queue.lane_of(p.number) {
+                lanes[family.index()].push((p.number, p.client, p.id));
+            }
+        }
         let mut freed = 0;
         let mut reopens = false;
         let timers = &mut taken.timers;
@@ -108,10 +114,19 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             }
             ours
         };
-        if waits.len().saturating_mul(4) < queue.waiters.len() {
-            by_number(&mut queue.waiters, &mut waits, &mut take);
-        } else {
-            in_order(&mut queue.waiters, &mut waits, &mut take);
+        let mut waits = Vec::new();
+        for family in Family::ALL {
+            let mut lane_waits = std::mem::take(&mut lanes[family.index()]);
+            if lane_waits.is_empty() {
+                continue;
+            }
+            let lane = queue.lane_mut(family);
+            if lane_waits.len().saturating_mul(4) < lane.len() {
+                by_number(lane, &mut lane_waits, &mut take);
+            } else {
+                in_order(lane, &mut lane_waits, &mut take);
+            }
+            waits.append(&mut lane_waits);
         }
         // Another wait of such an entry stays queued, and so does its index entry.
         for &(number, client, _) in &waits {

@@ -227,11 +227,11 @@ mod tests {
     fn the_natives_share_outlives_a_queue_that_empties_between_grants() {
         let mut r: Registry<u64> = Registry::default();
         r.enqueue(0, b"k", waiter(1));
-        r.pop_first(0, b"k");
+        r.pop_first(0, b"k", crate::kind::Family::Lock);
         r.native_granted(0, b"k");
         r.enqueue(0, b"k", waiter(2));
         assert_eq!(r.start_scripts_turn(0, b"k", 1, 100, 50), Some(150));
-        r.pop_first(0, b"k");
+        r.pop_first(0, b"k", crate::kind::Family::Lock);
         assert_eq!(
             r.reserved_until(0, b"k", 120),
             Some(150),
