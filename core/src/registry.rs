@@ -224,7 +224,9 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         let Some(queue) = self.queue_mut(db, key) else {
             return Vec::new();
         };
-        let taken: Vec<Waiter<C>> = std::mem::take(queue.lane_mut(family)).into_values().collect();
+        let taken: Vec<Waiter<C>> = std::mem::take(queue.lane_mut(family))
+            .into_values()
+            .collect();
         for waiter in &taken {
             self.bytes = self.bytes.saturating_sub(cost(waiter));
             self.index.remove(&waiter.client);

@@ -307,7 +307,12 @@ fn each_family_has_its_own_line_and_the_first_to_come_heads() {
 #[test]
 fn taking_a_family_leaves_every_other_wait_queued() {
     let mut r = Registry::default();
-    let kinds = [Kind::Lock, Kind::Latch, Kind::Rw(RwMode::Write), Kind::Latch];
+    let kinds = [
+        Kind::Lock,
+        Kind::Latch,
+        Kind::Rw(RwMode::Write),
+        Kind::Latch,
+    ];
     for (c, kind) in kinds.into_iter().enumerate() {
         r.enqueue(0, b"k", waiter_of(c, kind));
     }
@@ -329,12 +334,24 @@ fn taking_a_family_leaves_every_other_wait_queued() {
 fn many_waits_of_several_families_leave_at_once() {
     let mut r = Registry::default();
     for c in 0..40 {
-        let kind = [Kind::Lock, Kind::Latch, Kind::Permits(1), Kind::Rw(RwMode::Read)][c % 4];
+        let kind = [
+            Kind::Lock,
+            Kind::Latch,
+            Kind::Permits(1),
+            Kind::Rw(RwMode::Read),
+        ][c % 4];
         r.enqueue(0, b"k", waiter_of(c, kind));
     }
-    let waits: Vec<(usize, u64)> = (0..40).filter(|c| c % 3 == 0).map(|c| (c, c as u64)).collect();
+    let waits: Vec<(usize, u64)> = (0..40)
+        .filter(|c| c % 3 == 0)
+        .map(|c| (c, c as u64))
+        .collect();
     r.take_many(&waits);
-    let left: Vec<usize> = r.take_queue(0, b"k").into_iter().map(|w| w.client).collect();
+    let left: Vec<usize> = r
+        .take_queue(0, b"k")
+        .into_iter()
+        .map(|w| w.client)
+        .collect();
     let want: Vec<usize> = (0..40).filter(|c| c % 3 != 0).collect();
     assert_eq!(left, want);
     assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));

@@ -94,7 +94,10 @@ impl Run {
             }
             Op::PopFirst { lock } => {
                 let (db, key) = LOCKS[lock];
-                let popped = self.registry.pop_first(db, key, Family::Lock).map(|w| (w.client, w.id));
+                let popped = self
+                    .registry
+                    .pop_first(db, key, Family::Lock)
+                    .map(|w| (w.client, w.id));
                 let first = self.model.get(&lock).and_then(|w| w.first().copied());
                 assert_eq!(popped, first, "not the first come");
                 self.end(popped.map(|(_, id)| id));
