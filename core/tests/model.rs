@@ -241,14 +241,28 @@ fn every_family_of_waits_on_one_key_keeps_its_rules() {
     check(settings, DEPTH, HasDiscoveries::All).assert_properties();
 }
 
-/// The same check with owners named like the layouts' fields: it passes once every
-/// owner-taking parser refuses those names.
+/// Whether every owner-taking parser refuses the owners of `FIELD_OWNERS` (`permits`,
+/// `mode`). Today they accept them; the line to change when the reserved-name check lands:
+const FIELD_NAMES_REFUSED: bool = false;
+
+/// The whole check with owners named like the layouts' fields too, the parsers deciding.
+/// Until the parsers refuse those names (`FIELD_NAMES_REFUSED`), the check must find the
+/// harm they do, and says so when it does not (the check landed: flip the constant).
 #[test]
-#[ignore = "the parsers accept owners named like a layout's field (`permits`, `mode`)"]
-fn owners_named_like_a_layout_field_are_refused() {
+fn owners_named_like_a_layout_field() {
     let owners = [PLAIN_OWNERS, FIELD_OWNERS].concat();
     let settings = settings(&owners, LatchRelease::Lane, OwnerCheck::Parser);
-    check(settings, DEPTH, HasDiscoveries::All).assert_properties();
+    if FIELD_NAMES_REFUSED {
+        check(settings, DEPTH, HasDiscoveries::All).assert_properties();
+    } else {
+        let harm = [props::PERMITS, props::LAYOUT].into_iter().collect();
+        let checker = check(settings, DEPTH, HasDiscoveries::AnyOf(harm));
+        let found = [props::PERMITS, props::LAYOUT].map(|p| checker.discovery(p).is_some());
+        assert!(
+            found.contains(&true),
+            "owners named like a field did no harm: set FIELD_NAMES_REFUSED"
+        );
+    }
 }
 
 #[test]
