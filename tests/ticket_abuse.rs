@@ -140,7 +140,9 @@ fn closing_a_receiver_of_many_tickets_keeps_the_server_answering() {
         answered < Duration::from_secs(1),
         "the server stood still for {answered:?} while the receiver's tickets left"
     );
-    assert_eq!(stat(&mut con, "rlock_waiters"), 0);
+    // The rest leave a slice at a time, each pass short.
+    let gone = wait_until(LIMIT, || stat(&mut con, "rlock_waiters") == 0);
+    assert!(gone, "{} tickets left", stat(&mut con, "rlock_waiters"));
     // The heartbeat noticed no stall, and the holder renews as before.
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
