@@ -201,3 +201,49 @@ fn a_count_down_on_a_lock_name_held_back_by_the_gate_ends_no_lock_wait() {
         Value::BulkString(b"1".to_vec())
     );
 }
+
+#[test]
+fn an_evicted_key_refuses_its_lock_waits_and_releases_its_latch_waits() {
+    let server = Server::start_with(&["--maxmemory-policy", "volatile-ttl"]);
+    let mut con = server.conn();
+    int(&mut con, &["LATCH.SET", "L", "1"]);
+    let latch = blocked(&server, &["LATCH.AWAIT", "L", "WAIT", "20000"]);
+    queued(&mut con, 1);
+    // The name becomes a held lock (with a lease, so a key `volatile-ttl` evicts) before
+    // any check runs; a lock waiter queues behind the latch's wait.
+    let _: (i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("DEL")
+        .arg("L")
+        .cmd("LOCK.ACQUIRE")
+        .arg(&["L", "a", "LEASE", "60000"])
+        .query(&mut con)
+        .expect("MULTI");
+    let w = blocked(&server, &["LOCK.ACQUIRE", "L", "w", "WAIT", "20000"]);
+    queued(&mut con, 2);
+    let used: i64 = support::info_field(&mut con, "memory", "used_memory")
+        .and_then(|v| v.parse().ok())
+        .expect("used_memory");
+    let limit = (used - 100_000).to_string();
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", &limit]),
+        Value::Okay
+    );
+    // Each command makes Redis evict while memory is over the limit.
+    let mut answers = (None, None);
+    assert!(wait_until(LIMIT, || {
+        raw(&mut con, &["PING"]);
+        answers.0 = answers.0.take().or_else(|| latch.try_recv().ok());
+        answers.1 = answers.1.take().or_else(|| w.try_recv().ok());
+        answers.0.is_some() && answers.1.is_some()
+    }));
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
+        Value::Okay
+    );
+    assert_eq!(answers.0, Some(Value::Int(1)));
+    match answers.1 {
+        Some(Value::ServerError(e)) => assert!(format!("{e:?}").contains("OOM"), "{e:?}"),
+        other => panic!("the lock waiter of an evicted lock got {other:?}"),
+    }
+}
