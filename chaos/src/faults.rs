@@ -2,9 +2,9 @@
 //! `FAILOVER` and `SENTINEL FAILOVER`, a live master paused past `down-after`, eviction
 //! under `maxmemory`, proxy cuts, delays and one-way stalls, and holder processes paused
 //! past their lease or killed; and those of `faults_conn.rs` (idle timeout, `CLIENT KILL`
-//! of wait connections, ticket storm, mailbox flood, `DEBUG SLEEP`). Each is recorded in the
-//! history when it starts, and those that stop a server or cut it off record their window
-//! when they heal.
+//! of wait connections, ticket storm, mailbox flood, `DEBUG SLEEP`) and `faults_kinds.rs`
+//! (latch commands on the locks' keys). Each is recorded in the history when it starts, and
+//! those that stop a server or cut it off record their window when they heal.
 
 use std::time::Duration;
 
@@ -41,6 +41,7 @@ pub const ALL: &[&str] = &[
     "storm",
     "flood",
     "freeze",
+    "cross-kind",
 ];
 
 /// The faults that make sense in `topology`.
@@ -127,6 +128,7 @@ impl Injector<'_> {
             "storm" => self.storm(),
             "flood" => self.flood(d),
             "freeze" => self.freeze(i),
+            "cross-kind" => self.cross_kind(),
             _ => return,
         };
         let Some(what) = what else { return };

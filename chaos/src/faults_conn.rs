@@ -14,7 +14,7 @@ pub const KEYS: [&str; 3] = ["chaos:a", "chaos:b", "chaos:c"];
 const PIPELINE_LIMIT: Duration = Duration::from_secs(60);
 
 /// A direct connection to `server` whose replies may take up to `limit`.
-fn slow_conn(server: &Proc, limit: Duration) -> Option<redis::Connection> {
+pub(crate) fn slow_conn(server: &Proc, limit: Duration) -> Option<redis::Connection> {
     let conn = crate::machine::connect(server.port).ok()?;
     conn.set_read_timeout(Some(limit)).ok()?;
     conn.set_write_timeout(Some(limit)).ok()?;
@@ -46,7 +46,7 @@ const SENDER: &[&str] = &["lock.wait", "lock.cancel"];
 impl Injector<'_> {
     /// The server the workers' lock `key` lives on: its slot's master in a cluster, else
     /// the master.
-    fn server_of(&self, key: &str) -> Option<usize> {
+    pub(crate) fn server_of(&self, key: &str) -> Option<usize> {
         if self.deployment.topology != Topology::Cluster {
             return self.deployment.master();
         }

@@ -13,6 +13,7 @@ mod crew;
 mod deploy;
 mod faults;
 mod faults_conn;
+mod faults_kinds;
 mod history;
 mod history_sem;
 mod machine;

@@ -6,6 +6,7 @@
 
 pub mod child;
 pub mod client;
+pub mod field_owner;
 pub mod latch;
 pub mod raw;
 pub mod redisson;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use redis::{RedisResult, Value};
 
+use super::field_owner::probe;
 use super::raw::{resource_conn, Target};
 use super::rw_conn::{lease_ms, mode_arg, Node};
 use super::ticket::{ask, End, Receiver};
@@ -117,6 +118,11 @@ impl Rw<'_> {
     /// connection broke.
     fn round(&mut self, n: u64) -> bool {
         let (ctx, name) = (self.ctx, self.name);
+        if ctx.rng.chance(5) {
+            if let Some((key, what)) = probe(&mut self.node, &ctx.rng, &ctx.keys) {
+                self.wrong(&key, what);
+            }
+        }
         let (key, owner) = (ctx.rng.pick(RW_KEYS).to_string(), format!("{name}:{n}"));
         let mode = if ctx.rng.chance(30) {
             Mode::Write

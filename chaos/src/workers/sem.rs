@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use redis::Value;
 
+use super::field_owner::probe;
 use super::raw::Target;
 use super::rw_conn::{lease_ms, Node};
 use super::sem_tally::{tally, ADDED, DIED, PARTIAL, RENEWAL};
@@ -74,6 +75,11 @@ impl Sem<'_> {
     /// One acquisition of a fresh owner, and its holding if granted.
     fn round(&mut self, n: u64) {
         let (ctx, name) = (self.ctx, self.name);
+        if ctx.rng.chance(5) {
+            if let Some((key, what)) = probe(&mut self.node, &ctx.rng, &ctx.keys) {
+                self.wrong(&key, what);
+            }
+        }
         let key = ctx.rng.pick(SEM_KEYS).to_string();
         let owner = format!("{name}:{n}");
         let permits = ctx.rng.range(1, 3);
