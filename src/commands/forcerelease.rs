@@ -5,7 +5,7 @@ use redis_module::raw;
 use crate::commands::dispatch::Args;
 use crate::handoff::{door, expiry};
 use crate::host::gate;
-use crate::store::{LockKey, Mode, Replicate};
+use crate::store::{LockKey, Mode, Over, Replicate};
 use rlock_core::counters;
 use rlock_core::error::LockError;
 use rlock_core::parse::forcerelease::parse;
@@ -18,7 +18,7 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
     if key.read()?.is_none() {
         return Ok(Reply::Integer(0));
     }
-    let handed = door::end_holding(ctx, &key, Replicate::ForceRelease, true)?;
+    let handed = door::end_holding(ctx, &key, (Replicate::ForceRelease, Over::Other), true)?;
     expiry::handed(ctx, key.name(), handed);
     counters::FORCE_RELEASES.bump();
     Ok(Reply::Integer(1))

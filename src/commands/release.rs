@@ -5,7 +5,7 @@ use redis_module::raw;
 use crate::commands::dispatch::Args;
 use crate::handoff::{door, expiry};
 use crate::host::gate;
-use crate::store::{LockKey, Mode, Replicate};
+use crate::store::{LockKey, Mode, Over, Replicate};
 use rlock_core::counters;
 use rlock_core::error::{self, LockError};
 use rlock_core::lock::{self, ReleaseStep};
@@ -29,7 +29,12 @@ pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Repl
         ReleaseStep::Freed => {
             // Replayed on a replica or from the AOF, the lock is there with this one hold
             // (it cannot expire there), so the command deletes it as it did here.
-            let handed = door::end_holding(ctx, &key, Replicate::Command, true)?;
+            let handed = door::end_holding(
+                ctx,
+                &key,
+                (Replicate::Command, Over::Replacing(name.raw)),
+                true,
+            )?;
             expiry::handed(ctx, key.name(), handed);
             counters::RELEASED.bump();
             Ok(Reply::Integer(0))

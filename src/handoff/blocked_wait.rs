@@ -11,7 +11,7 @@ use crate::handoff::{door, expiry, rw_take, sem_take};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{config, guard, node};
-use crate::store::{LockKey, Mode, Name, Replicate};
+use crate::store::{LockKey, Mode, Name, Over, Replicate};
 use crate::waits::queues::{self, handle_of, id_of, Bc, Waiter};
 use crate::waits::{blocked, tickets};
 use rlock_core::counters;
@@ -230,7 +230,8 @@ fn revoke_lock(
             key.write_count(&Name::of(&owner), count)?;
         }
         ReleaseStep::Freed => {
-            let handed = door::end_holding(ctx, key, Replicate::ForceRelease, false)?;
+            let handed =
+                door::end_holding(ctx, key, (Replicate::ForceRelease, Over::Other), false)?;
             expiry::handed(ctx, key.name(), handed);
         }
         ReleaseStep::NotHeld => return Ok(()),

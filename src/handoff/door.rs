@@ -98,7 +98,7 @@ pub fn fresh_holding(
 ) -> Result<Door, LockError> {
     let ask = Ask {
         key: key.name(),
-        key_here: over == Over::Other,
+        key_here: over.key_here(),
         wait_until: claim.wait_until,
         in_command: claim.in_command,
         scripts_until: scripts_until(ctx, key.name()),
@@ -263,13 +263,14 @@ fn time_out_first(ctx: *mut raw::RedisModuleCtx, db: registry::Db, key: &[u8]) {
     }
 }
 
-/// The last hold of the lock in `key` is gone (the key still holds it): hand the lock to
-/// the first waiter if the gate lets it, or delete it, replicated as `how` says, and
-/// publish the release. `in_command`: inside a client's command (not a timer).
+/// The last hold of the lock in `key` is gone (the key still holds it, as `over` says: its
+/// owner's exact lock, replaced in place, or anything): hand the lock to the first waiter if
+/// the gate lets it, or delete it, replicated as `how` says, and publish the release.
+/// `in_command`: inside a client's command (not a timer).
 pub fn end_holding(
     ctx: *mut raw::RedisModuleCtx,
     key: &LockKey,
-    how: Replicate,
+    (how, over): (Replicate, Over),
     in_command: bool,
 ) -> Result<Handed, LockError> {
     // A release replayed from the master deletes, as it did there; a replica's own
@@ -278,7 +279,7 @@ pub fn end_holding(
         let db = node::selected_db(ctx);
         match scripts_turn(ctx, db, key.name())? {
             Some(until) => Handed::NotNow(until),
-            None => hand_off(ctx, db, key, Over::Other, in_command)?,
+            None => hand_off(ctx, db, key, over, in_command)?,
         }
     } else {
         Handed::Nobody

@@ -76,6 +76,17 @@ pub enum Over {
     Other,
     /// This very holding, reentered: its token field is left as it is.
     Itself,
+    /// The lock of this other owner, exactly (its count of 1 and its token, or a script
+    /// client's count alone), whose last hold was just released: its owner field is replaced
+    /// in place, in the same write, with no deletion of the key.
+    Replacing(*mut raw::RedisModuleString),
+}
+
+impl Over {
+    /// Whether the key holds something the new holding is written over.
+    pub fn key_here(self) -> bool {
+        matches!(self, Over::Other | Over::Replacing(_))
+    }
 }
 
 impl LockKey {
@@ -83,16 +94,41 @@ impl LockKey {
     pub fn write_holding(&self, holding: &LockEntry<'_>, over: Over) -> Result<(), LockError> {
         let hash_set = api!(RedisModule_HashSet);
         let replicate = api!(RedisModule_Replicate);
-        if over == Over::Other {
-            self.delete_locally()?;
-        }
+        let replaced = match over {
+            Over::Other => {
+                self.delete_locally()?;
+                None
+            }
+            Over::Replacing(old) => Some(old),
+            Over::Nothing | Over::Itself => None,
+        };
         let holds = Decimal::new(self.ctx, holding.holds)?;
         let token = Decimal::new(self.ctx, holding.token)?;
         let deadline = OwnedString::number(self.ctx, holding.deadline_ms)?;
         let flags = raw::REDISMODULE_HASH_NONE as c_int;
         let end = ptr::null_mut::<raw::RedisModuleString>();
         let owner = holding.owner.raw;
-        if holding.token > 0 && over != Over::Itself {
+        if let Some(old) = replaced.filter(|_| holding.token > 0) {
+            let field = token_field()?;
+            let gone = raw::REDISMODULE_HASH_DELETE.cast_mut();
+            // The token field goes too and comes back after the owner's: the fields keep
+            // the order a fresh write gives them.
+            unsafe {
+                hash_set(
+                    self.key,
+                    flags,
+                    old,
+                    gone,
+                    field,
+                    gone,
+                    owner,
+                    holds.raw(),
+                    field,
+                    token.raw(),
+                    end,
+                )
+            };
+        } else if holding.token > 0 && over != Over::Itself {
             let field = token_field()?;
             unsafe { hash_set(self.key, flags, owner, holds.raw(), field, token.raw(), end) };
         } else {

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use redis::Value;
 
-use super::rw::RW_KEYS;
-use super::rw_conn::{lease_ms, Node};
-use super::sem::SEM_KEYS;
+use super::rw_conn::{lease_ms, Node, RW_KEYS, SEM_KEYS};
 use crate::rng::Rng;
 
 /// The owners no command may take.

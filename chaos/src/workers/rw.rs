@@ -21,8 +21,7 @@ use super::{Ctx, LEASE};
 use crate::history::{Event, Mode, Section, Wait};
 use crate::resource::Stamp;
 
-/// The read-write workers' keys; the hash tag puts each key's fenced data in its slot.
-pub const RW_KEYS: &[&str] = &["rw:{a}", "rw:{b}"];
+pub use super::rw_conn::RW_KEYS;
 /// The worker's own safety margin on its lease.
 pub(super) const MARGIN: Duration = Duration::from_millis(50);
 /// Commands that do not wait get their reply within this.

@@ -9,6 +9,12 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 use super::LEASE;
 use crate::history::{Mode, Wait};
 
+/// The semaphore workers' keys.
+pub const SEM_KEYS: &[&str] = &["sem:{a}", "sem:{b}"];
+
+/// The read-write workers' keys; the hash tag puts each key's fenced data in its slot.
+pub const RW_KEYS: &[&str] = &["rw:{a}", "rw:{b}"];
+
 /// How many redirections one command follows (a migration may bounce it a few times).
 const REDIRECTS: usize = 5;
 /// How long a reply may take (past any fault) before it counts as lost.

@@ -21,8 +21,7 @@ use crate::check_sem::SEM_TOTAL;
 use crate::history::{now_us, Event, Wait};
 use crate::history_sem::SemSpan;
 
-/// The semaphore workers' keys.
-pub const SEM_KEYS: &[&str] = &["sem:{a}", "sem:{b}"];
+pub use super::rw_conn::SEM_KEYS;
 /// The worker's own safety margin on its lease.
 const MARGIN_US: u64 = 50_000;
 /// Commands that do not wait get their reply within this.
