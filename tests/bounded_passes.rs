@@ -250,3 +250,40 @@ fn a_deaf_push_receivers_read_tickets_are_skipped_without_a_grant_each() {
     assert_eq!(raw(&mut con, &["EXISTS", "k"]), Value::Int(0));
     drop(r);
 }
+
+#[test]
+fn an_evicted_locks_tickets_are_refused_a_slice_at_a_time() {
+    let server = Server::start_with(&["--maxmemory-policy", "volatile-ttl"]);
+    let mut con = server.conn();
+    int(&mut con, &["LOCK.ACQUIRE", "L", "a", "LEASE", "600000"]);
+    let r = Receiver::resp2(&server);
+    let to = r.id.to_string();
+    queue(&server, N, |i| {
+        let owner = format!("o{i}");
+        ["LOCK.WAIT", "L", &owner, "TO", &to]
+            .map(str::to_owned)
+            .to_vec()
+    });
+    let squeeze = |c: &mut redis::Connection| {
+        let used: i64 = info_field(c, "memory", "used_memory")
+            .and_then(|v| v.parse().ok())
+            .expect("used_memory");
+        let limit = (used - 100_000).to_string();
+        assert_eq!(raw(c, &["CONFIG", "SET", "maxmemory", &limit]), Value::Okay);
+    };
+    // Every command makes Redis evict while memory is over the limit.
+    bounded(&server, squeeze, |c| {
+        raw(c, &["PING"]);
+        rlock_info(c, "rlock_unread_outcomes") == N as i64
+    });
+    assert_eq!(
+        raw(&mut con, &["CONFIG", "SET", "maxmemory", "0"]),
+        Value::Okay
+    );
+    assert_eq!(rlock_info(&mut con, "rlock_handoffs"), 0);
+    let mut mail = r;
+    let Value::Array(outcomes) = mail.call(&["LOCK.GRANTS", "COUNT", "5"]) else {
+        panic!("LOCK.GRANTS");
+    };
+    assert!(format!("{outcomes:?}").contains("OOM"), "{outcomes:?}");
+}

@@ -56,7 +56,13 @@ const FOLDERS: Folders = &[
         "handoff",
         &[
             &["door"],
-            &["rw_serve", "rw_lease", "latch_serve", "sem_serve"],
+            &[
+                "rw_serve",
+                "rw_lease",
+                "latch_serve",
+                "sem_serve",
+                "evicted",
+            ],
             &["expiry"],
             &["take", "rw_take", "sem_take", "heartbeat"],
             &["blocked_wait"],

@@ -223,6 +223,23 @@ impl<C: Copy + Eq + Hash> Registry<C> {
         taken
     }
 
+    /// Takes the first `n` waiters queued on `key`, of every family, in their order of
+    /// arrival.
+    pub fn take_first(&mut self, db: Db, key: &[u8], n: usize) -> Vec<Waiter<C>> {
+        let Some(queue) = self.queue_mut(db, key) else {
+            return Vec::new();
+        };
+        let taken: Vec<Waiter<C>> = std::iter::from_fn(|| queue.pop_earliest())
+            .take(n)
+            .collect();
+        for waiter in &taken {
+            self.bytes = self.bytes.saturating_sub(cost(waiter));
+            self.index.remove(&waiter.client);
+        }
+        self.drop_if_empty(db, key);
+        taken
+    }
+
     /// Takes the first `n` waiters of `family` queued on `key`, in their order of arrival;
     /// those of other families stay queued.
     pub fn take_lane(&mut self, db: Db, key: &[u8], family: Family, n: usize) -> Vec<Waiter<C>> {

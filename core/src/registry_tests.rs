@@ -361,3 +361,31 @@ fn many_waits_of_several_families_leave_at_once() {
     assert_eq!(left, want);
     assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
 }
+
+#[test]
+fn the_first_waits_of_every_family_leave_in_their_order_of_arrival() {
+    let mut r = Registry::default();
+    let kinds = [
+        Kind::Latch,
+        Kind::Lock,
+        Kind::Rw(RwMode::Read),
+        Kind::Lock,
+        Kind::Latch,
+    ];
+    for (c, kind) in kinds.into_iter().enumerate() {
+        r.enqueue(0, b"k", waiter_of(c, kind));
+    }
+    let first: Vec<usize> = r
+        .take_first(0, b"k", 3)
+        .into_iter()
+        .map(|w| w.client)
+        .collect();
+    assert_eq!(first, [0, 1, 2]);
+    let rest: Vec<usize> = r
+        .take_first(0, b"k", 9)
+        .into_iter()
+        .map(|w| w.client)
+        .collect();
+    assert_eq!(rest, [3, 4]);
+    assert_eq!((r.waiting(), r.queues(), r.memory()), (0, 0, 0));
+}

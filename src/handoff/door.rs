@@ -202,7 +202,7 @@ pub fn hand_off(
             }
             Ok(Door::Shut(verdict)) => verdict,
             Err(e) => {
-                finish::refuse_queue(ctx, db, key.name(), &e.to_string());
+                _ = finish::refuse_queue(ctx, db, key.name(), &e.to_string());
                 return Err(e);
             }
         };
@@ -213,7 +213,11 @@ pub fn hand_off(
                 later = Some(at);
                 break;
             }
-            Verdict::Refuse(text) => finish::refuse_queue(ctx, db, key.name(), &text),
+            Verdict::Refuse(text) => {
+                // A slice now; a check refuses the rest (the queue is left non-empty).
+                finish::refuse_queue(ctx, db, key.name(), &text);
+                break;
+            }
             Verdict::Go => {}
         }
     }

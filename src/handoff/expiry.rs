@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::{latch_serve, rw_lease, rw_serve, sem_serve};
+use crate::handoff::{evicted, latch_serve, rw_lease, rw_serve, sem_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -82,10 +82,9 @@ pub fn on_key_event(ctx: *mut raw::RedisModuleCtx, key: &[u8], event: &CStr) {
         return;
     }
     if event == c"evicted" {
-        for family in [Family::Lock, Family::Rw, Family::Sem] {
-            let refused = queues::take_lane(db, key, family, usize::MAX);
-            finish::refuse(ctx, refused, &LockError::Evicted.to_string());
-        }
+        // Its lock waits refused (the rest by the next checks); its latch waits, if any,
+        // are released by a check.
+        evicted::refuse_some(ctx, (db, key), true);
         if queues::queue_len(db, key) == 0 {
             return;
         }
@@ -199,6 +198,10 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
     if queues::queue_len(check.db, &check.key) == 0 {
         return Ok(());
     }
+    if evicted::refuse_some(ctx, (check.db, &check.key), false) {
+        arm(ctx, check.db, &check.key, node::now_ms());
+        return Ok(());
+    }
     // Before the key is opened: a key opened for writing during a pause is not expired.
     match gate::writes(ctx) {
         Verdict::Later(at) => {
@@ -206,7 +209,9 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
             return Ok(());
         }
         Verdict::Refuse(text) => {
-            finish::refuse_queue(ctx, check.db, &check.key, &text);
+            if finish::refuse_queue(ctx, check.db, &check.key, &text) {
+                arm(ctx, check.db, &check.key, node::now_ms());
+            }
             return Ok(());
         }
         Verdict::Go | Verdict::Expired => {}

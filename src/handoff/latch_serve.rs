@@ -49,8 +49,7 @@ pub fn check(
                 .then(|| gate::served_elsewhere(ctx, key.name()));
             Ok(match moved.flatten() {
                 Some(redirect) => {
-                    finish::refuse_queue(ctx, db, key.name(), &redirect);
-                    None
+                    finish::refuse_queue(ctx, db, key.name(), &redirect).then(node::now_ms)
                 }
                 None => release_all(ctx, db, key.name()),
             })

@@ -197,12 +197,12 @@ fn fresh(
         }
         Ok(Door::Shut(Verdict::Later(at))) => Ok(Next::Stop(Some(at))),
         Ok(Door::Shut(Verdict::Refuse(text))) => {
-            finish::refuse_queue(ctx, db, key.name(), &text);
-            Ok(Next::Stop(None))
+            let left = finish::refuse_queue(ctx, db, key.name(), &text);
+            Ok(Next::Stop(left.then(node::now_ms)))
         }
         Ok(Door::Shut(Verdict::Go)) => Ok(Next::Go),
         Err(e) => {
-            finish::refuse_queue(ctx, db, key.name(), &e.to_string());
+            _ = finish::refuse_queue(ctx, db, key.name(), &e.to_string());
             Err(e)
         }
     }

@@ -137,8 +137,8 @@ fn serve_first(
             // Gone with its slot to another node: the waits are sent there.
             if total == 0 && matches!(key.read_sem(), Ok(None)) {
                 if let Some(redirect) = gate::served_elsewhere(ctx, key.name()) {
-                    finish::refuse_queue(ctx, db, key.name(), &redirect);
-                    return Ok(Some(None));
+                    let left = finish::refuse_queue(ctx, db, key.name(), &redirect);
+                    return Ok(Some(left.then(node::now_ms)));
                 }
             }
             // The total was lowered under what it asks: it could never be granted.
@@ -187,12 +187,12 @@ fn fresh(
         }
         Ok(Door::Shut(Verdict::Later(at))) => Ok(Some(Some(at))),
         Ok(Door::Shut(Verdict::Refuse(text))) => {
-            finish::refuse_queue(ctx, db, key.name(), &text);
-            Ok(Some(None))
+            let left = finish::refuse_queue(ctx, db, key.name(), &text);
+            Ok(Some(left.then(node::now_ms)))
         }
         Ok(Door::Shut(Verdict::Go)) => Ok(None),
         Err(e) => {
-            finish::refuse_queue(ctx, db, key.name(), &e.to_string());
+            _ = finish::refuse_queue(ctx, db, key.name(), &e.to_string());
             Err(e)
         }
     }

@@ -9,7 +9,7 @@ use crate::waits::queues::{self, handle_of, Waiter};
 use crate::waits::tickets::{self, is_ticket};
 use rlock_core::error::LockError;
 use rlock_core::kind::Family;
-use rlock_core::registry::{Db, Grant};
+use rlock_core::registry::{Db, Grant, SLICE};
 use rlock_core::reply::Outcome;
 
 /// Hands `waiter`, taken out of the queue of `key`, the holding just written with
@@ -64,9 +64,11 @@ pub fn refuse(ctx: *mut raw::RedisModuleCtx, refused: Vec<Waiter>, text: &str) {
     }
 }
 
-/// Ends every wait queued on `key` with the error `text`.
-pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) {
-    refuse(ctx, queues::take_queue(db, key), text);
+/// Ends the waits queued on `key` with the error `text`, a slice of them (the first
+/// `SLICE`, of every kind); whether waits are left, to be refused in a later pass.
+pub fn refuse_queue(ctx: *mut raw::RedisModuleCtx, db: Db, key: &[u8], text: &str) -> bool {
+    refuse(ctx, queues::take_first(db, key, SLICE), text);
+    queues::queue_len(db, key) > 0
 }
 
 /// Takes the first wait of `family` on `key` out, telling it nothing, if it is a ticket that

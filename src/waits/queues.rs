@@ -148,9 +148,9 @@ pub fn take_all() -> Vec<Waiter> {
     with(Registry::take_all)
 }
 
-/// Takes the clients queued on `key`, of every family.
-pub fn take_queue(db: Db, key: &[u8]) -> Vec<Waiter> {
-    with(|r| r.take_queue(db, key))
+/// Takes the first `n` waits queued on `key`, of every family.
+pub fn take_first(db: Db, key: &[u8], n: usize) -> Vec<Waiter> {
+    with(|r| r.take_first(db, key, n))
 }
 
 /// Takes the first `n` waits of `family` queued on `key`; the others stay queued.

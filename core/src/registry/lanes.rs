@@ -60,6 +60,17 @@ impl<C> Queue<C> {
         self.lanes[family.index()].pop_first().map(|(_, w)| w)
     }
 
+    /// Takes the wait that came first, of whatever family.
+    pub(super) fn pop_earliest(&mut self) -> Option<Waiter<C>> {
+        let lane = self
+            .lanes
+            .iter_mut()
+            .filter_map(|lane| lane.keys().next().copied().map(|n| (n, lane)))
+            .min_by_key(|(n, _)| *n)?
+            .1;
+        lane.pop_first().map(|(_, w)| w)
+    }
+
     pub(super) fn len(&self) -> usize {
         self.lanes.iter().map(BTreeMap::len).sum()
     }
