@@ -13,7 +13,6 @@ use crate::host::ffi::api;
 use crate::host::{config, gate, guard, node};
 use crate::store;
 use crate::store::persist;
-use crate::waits::finish;
 use crate::waits::{queues, tickets};
 use rlock_core::error::LockError;
 use rlock_core::kind::Family;
@@ -185,7 +184,8 @@ unsafe extern "C" fn on_client_change(
 /// Promotion: the token counter jumps to at least the clock + `rlock.token-gap` (see
 /// `token.rs`: anchored to the clock, so that two replicas promoted one after the other
 /// never count the same tokens), and the failover delay starts. Demotion: nobody may wait
-/// here any more (Redis has already ended the waits of blocked clients; this ends any left).
+/// here any more (Redis has already ended the waits of blocked clients; the checks armed here
+/// end the tickets left, with `READONLY`).
 unsafe extern "C" fn on_role_change(
     ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
@@ -201,7 +201,8 @@ unsafe extern "C" fn on_role_change(
             }
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
                 gate::role_changed(true);
-                finish::refuse(ctx, queues::take_all(), gate::DEMOTED);
+                // A check of each lock with waits refuses them, a slice a pass.
+                expiry::on_flush(ctx, -1);
             }
             _ => {}
         }

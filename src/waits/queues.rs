@@ -143,11 +143,6 @@ pub fn waits_on(client: usize, db: Db, key: &[u8]) -> bool {
     with(|r| r.location(client) == Some((db, key)))
 }
 
-/// Takes every queued client.
-pub fn take_all() -> Vec<Waiter> {
-    with(Registry::take_all)
-}
-
 /// Takes the first `n` waits queued on `key`, of every family.
 pub fn take_first(db: Db, key: &[u8], n: usize) -> Vec<Waiter> {
     with(|r| r.take_first(db, key, n))
