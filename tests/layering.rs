@@ -29,7 +29,7 @@ const FOLDERS: Folders = &[
     (
         "host",
         &[
-            &["ffi", "apis", "spec"],
+            &["ffi", "apis", "spec", "valkey"],
             &["guard", "node", "declare"],
             &["config"],
             &["config_hooks"],
@@ -41,6 +41,7 @@ const FOLDERS: Folders = &[
         &[
             &["write", "publish", "rw", "rw_live", "latch"],
             &["persist", "sem"],
+            &["slot_keys"],
         ],
     ),
     (
@@ -109,7 +110,7 @@ const FOLDERS: Folders = &[
             &["rw_table", "latch_table", "sem_table"],
         ],
     ),
-    ("hooks", &[&["events", "info_section"]]),
+    ("hooks", &[&["events", "info_section", "migration"]]),
 ];
 
 /// The modules of `rlock-core`, bottom first, each with its groups in order.

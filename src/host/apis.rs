@@ -8,7 +8,10 @@
 //! check: without it, the `deny-oom` of `LOCK.ACQUIRE` is the only one),
 //! `RedisModule_GetCurrentUserName` and `RedisModule_GetClientUserNameById` (the ACL user of
 //! a ticket's sender and receiver: without them, `LOCK.WAIT ... TO` names only the caller
-//! itself, and only a wait's sender or receiver may cancel it). `RedisModule_OnLoad` is the
+//! itself, and only a wait's sender or receiver may cancel it), `RedisModule_GetServerVersion`,
+//! `RedisModule_GetModuleOptionsAll`, `RedisModule_GetServerInfo`,
+//! `RedisModule_ServerInfoGetFieldC` and `RedisModule_FreeServerInfo` (whether the server is
+//! Valkey 9, with atomic slot migration: without them, it is taken as not). `RedisModule_OnLoad` is the
 //! module's entry point, and `RedisModule_Init` fills in the API before the check.
 
 use redis_module::raw;

@@ -3,7 +3,8 @@
 //! (`guard.rs`), clock, database, context flags and timer bounds (`node.rs`), what Redis is
 //! told of each command (`spec.rs`) and the table handed to it (`declare.rs`), the
 //! `rlock.*` configs (`config.rs`) and their registration (`config_hooks.rs`), the facts the
-//! gate decides on (`gate.rs`), and the command `LOCK.FENCED` runs (`call.rs`).
+//! gate decides on (`gate.rs`), the command `LOCK.FENCED` runs (`call.rs`), and what only
+//! Valkey 9 has: atomic slot migration (`valkey.rs`).
 //!
 //! May use: `rlock_core` and `redis_module` only.
 
@@ -17,3 +18,4 @@ pub mod gate;
 pub mod guard;
 pub mod node;
 pub mod spec;
+pub mod valkey;

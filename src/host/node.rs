@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 use redis_module::raw;
 
+use crate::host::valkey;
 use rlock_core::counters;
 
 /// Redis's clock in Unix milliseconds (the one TTLs are measured with).
@@ -29,9 +30,14 @@ pub fn flags(ctx: *mut raw::RedisModuleCtx) -> u32 {
     (unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) }) as u32
 }
 
-/// Whether the command comes from the master or an AOF being loaded.
+/// Whether the command comes from the master, an AOF being loaded, or (Valkey 9) the source
+/// of an atomic slot migration, whose stream replays the module's replicated commands.
 pub fn from_replication(ctx: *mut raw::RedisModuleCtx) -> bool {
-    flags(ctx) & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
+    let mut replayed = raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING;
+    if valkey::atomic_migration() {
+        replayed |= valkey::SLOT_IMPORT_CLIENT;
+    }
+    flags(ctx) & replayed != 0
 }
 
 /// Whether the calling client may be blocked: not inside MULTI/EXEC or a script.

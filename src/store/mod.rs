@@ -1,6 +1,7 @@
 //! The lock's state in Redis: reading a lock's hash and its TTL here; `write.rs` writes
 //! them and replicates every write; `publish.rs` sends the release message; `persist.rs`
-//! keeps the token counter in the RDB. The store is a leaf over Redis's key API: it arms no
+//! keeps the token counter in the RDB; `slot_keys.rs` learns the tokens of
+//! slots a migration brought. The store is a leaf over Redis's key API: it arms no
 //! timer and serves no waiter (callers tell the lease timers when a deadline moves).
 //!
 //! May use: `host/`, `rlock_core`.
@@ -25,6 +26,7 @@ pub mod publish;
 mod rw;
 mod rw_live;
 mod sem;
+pub mod slot_keys;
 mod write;
 
 pub use rw::{entry_of, RwEntry};
@@ -63,10 +65,12 @@ const MAX_SCAN_CALLS: usize = 1 << 24;
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Makes Redis signal a key as modified (for `WATCH` and client-side caching) only when
-/// the module writes it, not whenever a command opened it for writing.
+/// the module writes it, not whenever a command opened it for writing. The call sets every
+/// option at once, so it also carries Valkey 9's atomic slot migration bit, where it applies.
 pub fn signal_writes_explicitly(ctx: *mut raw::RedisModuleCtx) {
     if let Some(set_options) = unsafe { raw::RedisModule_SetModuleOptions } {
-        let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int;
+        let options = raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED as c_int
+            | crate::host::valkey::module_options();
         unsafe { set_options(ctx, options) };
     }
 }
