@@ -22,8 +22,9 @@ use std::ffi::{c_char, c_int, c_void};
 
 use redis_module::{logging, raw};
 
+use crate::handoff::expiry;
 use crate::host::ffi::api;
-use crate::host::{config, gate, guard, valkey};
+use crate::host::{config, gate, guard, node, valkey};
 use crate::store;
 use crate::store::slot_keys;
 use crate::waits::{finish, queues};
@@ -142,7 +143,10 @@ fn exported(ctx: *mut raw::RedisModuleCtx, ranges: &[(u16, u16)]) {
         let redirect = gate::served_elsewhere(ctx, &key)
             .or_else(|| Route::Unknown { slot }.redirect())
             .unwrap_or_default();
-        finish::refuse_queue(ctx, db, &key, &redirect);
+        if finish::refuse_queue(ctx, db, &key, &redirect) {
+            // Past a slice: a check at once sends the rest after them.
+            expiry::arm(ctx, db, &key, node::now_ms());
+        }
     }
 }
 
