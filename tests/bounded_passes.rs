@@ -85,12 +85,22 @@ impl Pinger {
     }
 }
 
+/// Held while a test of this file measures: they run one at a time (each in a process of
+/// its own), so that they do not take each other's CPU while a `PING` is timed.
+fn alone() -> std::fs::File {
+    let path = std::env::temp_dir().join("rlock-bounded-passes.lock");
+    let file = std::fs::File::create(path).expect("a lock file");
+    file.lock().expect("the lock file's lock");
+    file
+}
+
 /// Runs `action` with a pinger beside it until `done`; asserts the pings and the stalls.
 fn bounded(
     server: &Server,
     action: impl FnOnce(&mut redis::Connection),
     done: impl FnMut(&mut redis::Connection) -> bool,
 ) {
+    let _alone = alone();
     let mut con = server.conn();
     assert_eq!(rlock_info(&mut con, "rlock_waiters"), N as i64);
     let pinger = Pinger::start(server);

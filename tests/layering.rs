@@ -64,6 +64,7 @@ const FOLDERS: Folders = &[
                 "sem_serve",
                 "evicted",
             ],
+            &["family_checks"],
             &["expiry"],
             &["take", "rw_take", "sem_take", "heartbeat"],
             &["blocked_wait"],

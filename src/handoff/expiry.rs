@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::{evicted, latch_serve, rw_lease, rw_serve, sem_serve};
+use crate::handoff::{evicted, family_checks, latch_serve};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -231,16 +231,19 @@ fn serve_or_rearm(
     let key = LockKey::open(ctx, name.0, Mode::Write)?;
     // Each family of waits by its own rules, the one whose first wait came first first: a
     // family that takes the free key leaves the others waiting for it.
-    for family in queues::heads(check.db, &check.key) {
-        match family {
-            Family::Lock => serve_lock(ctx, check, &key)?,
-            Family::Rw => serve_rw(ctx, check, &key)?,
-            Family::Sem => serve_sem(ctx, check, &key)?,
-            Family::Latch => {
-                if let Some(at) = latch_serve::check(ctx, check.db, &key)? {
-                    arm(ctx, check.db, &check.key, at);
-                }
+    let (db, lease_end) = (check.db, check.cause.is_lease_end());
+    for family in queues::heads(db, &check.key) {
+        let next = match family {
+            Family::Lock => {
+                serve_lock(ctx, check, &key)?;
+                None
             }
+            Family::Rw => family_checks::rw(ctx, (db, &key), lease_end)?,
+            Family::Sem => family_checks::sem(ctx, (db, &key), lease_end)?,
+            Family::Latch => latch_serve::check(ctx, db, &key)?,
+        };
+        if let Some(at) = next {
+            arm(ctx, db, &check.key, at);
         }
     }
     Ok(())
@@ -308,40 +311,6 @@ fn rearm_at_lease_end(
             &check.key,
             node::now_ms().saturating_add(ttl),
         );
-    }
-    Ok(())
-}
-
-/// A read-write lock's waiters: lapsed holders out (a script-based client's at the end of
-/// the key's TTL), the queue served, the next check armed at the first lease to end. A key that is not a read-write lock keeps them waiting until
-/// it is one, or they time out.
-fn serve_rw(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Result<(), LockError> {
-    let Ok((mut state, pruned)) = rw_serve::live_state(ctx, key) else {
-        return Ok(());
-    };
-    let lease_end = check.cause.is_lease_end();
-    let (ended, ttl_end) = rw_lease::ended_with_ttl(ctx, key, &mut state, lease_end)?;
-    let freed = (pruned || ended) && state.holders.is_empty();
-    let next = rw_serve::serve(ctx, check.db, key, state, (false, freed))?;
-    if let Some(at) = next.into_iter().chain(ttl_end).min() {
-        arm(ctx, check.db, &check.key, at);
-    }
-    Ok(())
-}
-
-/// A semaphore's waiters: lapsed holders out (their permits back), the queue served, the
-/// next check armed at the first lease to end. A key that is not a semaphore keeps them
-/// waiting until it is one, or they time out.
-fn serve_sem(ctx: *mut raw::RedisModuleCtx, check: &Check, key: &LockKey) -> Result<(), LockError> {
-    let Ok(state) = sem_serve::live_state(ctx, key) else {
-        return Ok(());
-    };
-    let before = counters::HANDOFFS.get();
-    if let Some(at) = sem_serve::serve(ctx, check.db, key, state, false)? {
-        arm(ctx, check.db, &check.key, at);
-    }
-    if check.cause.is_lease_end() && counters::HANDOFFS.get() > before {
-        counters::EXPIRY_HANDOFFS.bump();
     }
     Ok(())
 }
