@@ -100,8 +100,12 @@ impl Deployment {
         Some(format!("CLUSTER FAILOVER on {r} (replica of {m})"))
     }
 
-    /// Moves the slot of `key` to another master while the workers use it: `SETSLOT`
-    /// `IMPORTING`/`MIGRATING`, `MIGRATE` of its keys, then `SETSLOT NODE` everywhere.
+    /// Moves the slot of `key` to another master while the workers use it, as `redis-cli
+    /// --cluster reshard` does: `SETSLOT IMPORTING` on the target, `MIGRATING` on the
+    /// source, `MIGRATE` of its keys, then `SETSLOT NODE` on every master, in one of two
+    /// orders (by `pick`): the target, the source, then the others (redis-cli since 7.0),
+    /// or the source first (as older redis-cli could, every node in its list order): the
+    /// nodes then disagree for a moment and send commands back and forth.
     pub fn migrate_slot(&self, key: &str, pick: u64) -> Option<String> {
         let any = &self.servers[0];
         let slot: i64 = any.cmd(&["CLUSTER", "KEYSLOT", key])?;
@@ -129,11 +133,16 @@ impl Deployment {
             args.extend(keys.iter().map(String::as_str));
             let _ = source.cmd::<String>(&args);
         }
-        for node in &self.servers {
+        let source_first = (pick / 7) % 2 == 1;
+        let first = if source_first { [from, to] } else { [to, from] };
+        let rest = others.iter().copied().filter(|&m| m != to);
+        for m in first.into_iter().chain(rest) {
+            let node = &self.servers[m];
             let _ = node.cmd::<String>(&["CLUSTER", "SETSLOT", &slot_text, "NODE", &to_id]);
         }
+        let order = if source_first { "source" } else { "target" };
         Some(format!(
-            "slot {slot} of {key} migrated from {} to {}",
+            "slot {slot} of {key} migrated from {} to {} ({order} told first)",
             source.name, target.name
         ))
     }

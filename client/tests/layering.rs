@@ -29,7 +29,7 @@ const LAYERS: Layers = &[
         "net",
         &[
             &["node", "sentinel", "identity", "mailbox"],
-            &["topology", "channel"],
+            &["topology", "channel", "route"],
             &["push", "pull"],
             &["router", "pool", "tickets"],
         ],
@@ -38,7 +38,7 @@ const LAYERS: Layers = &[
         "hold",
         &[&["releasing"], &["registry"], &["rounds"], &["watchdog"]],
     ),
-    ("core", &[&["shared"], &["send", "holds"]]),
+    ("core", &[&["shared"], &["send", "holds"], &["deliver"]]),
     (
         "acquire",
         &[

@@ -11,6 +11,10 @@ use super::{Ctx, Draft, LEASE};
 use crate::history::{now_us, Event};
 use crate::resource::Stamp;
 
+/// How long a worker believes it may still hold after a release that failed: the client
+/// sends it again on a fresh connection meanwhile.
+const RELEASE_GRACE: Duration = Duration::from_secs(1);
+
 /// A connection to the resource, retried until the run stops.
 pub async fn resource_conn(ctx: &Ctx) -> Option<MultiplexedConnection> {
     while !ctx.stopped() {
@@ -63,13 +67,16 @@ fn draft(name: &str, guard: &Guard) -> Draft {
     }
 }
 
-/// Holds `guard` through a section, then releases it. A release that failed may have left
-/// the hold on the server: the worker believes it may hold until its lease ends.
+/// Holds `guard` through a section, then releases it. A release that failed is sent again
+/// by the client in the background until answered: the worker believes it may hold for
+/// [`RELEASE_GRACE`] more (at most until its lease ends). A hold seen after that is a leak,
+/// unless a fault cut the client off (its window excuses it).
 async fn hold(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, guard: Guard) {
     ctx.history.acquired(name, true);
     section(ctx, conn, draft(name, &guard), || guard.is_lost()).await;
     let (key, owner) = (guard.key().to_owned(), guard.owner().to_owned());
-    let until_us = now_us() + guard.remaining().as_micros() as u64;
+    let left = guard.remaining().min(RELEASE_GRACE);
+    let until_us = now_us() + left.as_micros() as u64;
     if guard.release().await.is_err() {
         ctx.history.believe(&key, &owner, true);
         let end = Event::Belief {

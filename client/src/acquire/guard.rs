@@ -247,45 +247,42 @@ impl Drop for Guard {
     }
 }
 
-/// Stops renewing this hold now, and returns the work that tells the server.
+/// Stops renewing this hold now, and returns the work that tells the server (which goes on
+/// in the background if the release has to be sent again, see `deliver.rs`).
 fn release_job(
     core: &Arc<Core>,
     holding: &Arc<Holding>,
     kind: Kind,
     watchdog: bool,
 ) -> impl std::future::Future<Output = Result<u64>> + Send + 'static {
-    let counted = core.unregister(holding, watchdog);
+    let counted = core.unregister(holding, kind, watchdog);
     let (core, holding) = (core.clone(), holding.clone());
     async move {
         if !counted {
             let reason = holding.lost_reason().unwrap_or(LossReason::NotHeld);
             return Err(lost_error(&holding, reason));
         }
-        let outcome = send_release(&core, &holding, kind).await;
-        // Answered (or not sent): the server's count no longer includes this hold. One
-        // without an answer may still run: it stays counted until the holding changes.
-        let io = matches!(&outcome, Err(Error::Redis(e)) if e.is_io_error());
-        if !(io || matches!(outcome, Err(Error::Unresponsive { .. }))) {
-            core.released(&holding);
-        }
-        outcome
+        send_release(&core, &holding, kind).await
     }
 }
 
 /// The `LOCK.RELEASE` of one hold that the registry forgot, unless the server said the
 /// holding is not ours.
-async fn send_release(core: &Core, holding: &Holding, kind: Kind) -> Result<u64> {
+async fn send_release(core: &Arc<Core>, holding: &Arc<Holding>, kind: Kind) -> Result<u64> {
     // A renewal round may be on its way with this lock in it: let it land first.
     core.quiesce().await;
     let lost = holding.lost_reason();
     if let Some(reason @ (LossReason::NotHeld | LossReason::Closed)) = lost {
         // The server said it is not ours (or `close` released it): nothing to release.
+        core.released(holding, kind);
         return Err(lost_error(holding, reason));
     }
-    let answer = core
-        .release(kind, &holding.key, &holding.owner, holding.token)
-        .await
-        .map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
+    let (tell, told) = tokio::sync::oneshot::channel();
+    drop(core.spawn(core.clone().deliver(holding.clone(), kind, tell)));
+    let answer = match told.await {
+        Ok(answer) => answer.map_err(|e| Error::from_command(e, &holding.key, &holding.owner)),
+        Err(_) => Err(Error::internal("the release ended without an answer")),
+    };
     match (answer, lost) {
         (_, Some(reason)) => Err(lost_error(holding, reason)),
         (Ok(remaining), None) => {

@@ -190,8 +190,8 @@ pub(crate) async fn release_unreported(core: &Core, kind: Kind, key: &str, owner
 
 /// The token of a hold the server counts for `owner` on `key` beyond those this client
 /// knows of (a grant whose reply was lost), if there is one; same condition as
-/// [`release_unreported`]. (A read-write lock's holder is counted with its read and write
-/// holds together, as the client counts its guards.)
+/// [`release_unreported`]. What is compared is what an acquisition of `kind` adds: a
+/// lock's holds, a semaphore's permits, a read-write lock's read holds or its write holds.
 ///
 /// The known holds are read before `LOCK.INFO`: a release that lands in between lowers the
 /// server's count, so a hold is never taken for a lost grant; only the acquisition holding
@@ -203,10 +203,11 @@ pub(crate) async fn unreported_grant(
     owner: &str,
 ) -> Result<Option<u64>> {
     let known = core.known(key, owner);
-    let Some((token, holds)) = core.counted(kind, key, owner).await? else {
+    let Some((token, counted)) = core.counted(kind, key, owner).await? else {
         return Ok(None);
     };
+    let column = kind.column();
     let same = known.iter().filter(|(known, _)| *known == token);
-    let known: usize = same.map(|(_, holds)| holds).sum();
-    Ok((holds > known as u64).then_some(token))
+    let known: u64 = same.map(|(_, units)| units[column]).sum();
+    Ok((counted[column] > known).then_some(token))
 }

@@ -11,7 +11,7 @@ use crate::hold::watchdog::WatchdogStats;
 use crate::net::router::Router;
 use crate::pure::commands;
 use crate::pure::error::{Error, LossReason, Result};
-use crate::pure::kind::Kind;
+use crate::pure::kind::{Kind, Units};
 use crate::pure::turns::Turn;
 
 impl Core {
@@ -41,9 +41,9 @@ impl Core {
         self.watchdog.register(grant)
     }
 
-    /// Stops renewing one hold at once; true if a `LOCK.RELEASE` must follow.
-    pub(crate) fn unregister(&self, holding: &Holding, watchdog: bool) -> bool {
-        self.watchdog.unregister(holding, watchdog)
+    /// Stops renewing one hold of `kind` at once; true if a `LOCK.RELEASE` must follow.
+    pub(crate) fn unregister(&self, holding: &Holding, kind: Kind, watchdog: bool) -> bool {
+        self.watchdog.unregister(holding, kind, watchdog)
     }
 
     /// Waits until no renewal round is in flight.
@@ -57,13 +57,13 @@ impl Core {
     }
 
     /// The release a true [`Core::unregister`] called for was answered (or is not sent).
-    pub(crate) fn released(&self, holding: &Holding) {
-        self.watchdog.released(holding);
+    pub(crate) fn released(&self, holding: &Holding, kind: Kind) {
+        self.watchdog.released(holding, kind);
     }
 
-    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
-    /// its guards' and the releases in flight.
-    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+    /// What the server may count for `(key, owner)` and this client knows of, by token
+    /// (see [`Units`]): its guards' and the releases in flight.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, Units)> {
         self.watchdog.known(key, owner)
     }
 

@@ -3,6 +3,7 @@
 //! acquisitions and the public `Client` reach the parts below only through it. May use
 //! `hold/`, `net/` and `pure/`.
 
+pub(crate) mod deliver;
 pub(crate) mod holds;
 pub(crate) mod send;
 pub(crate) mod shared;

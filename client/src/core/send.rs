@@ -14,7 +14,7 @@ use crate::net::tickets::{Carried, Tickets};
 use crate::pure::commands;
 use crate::pure::error::{timed_out, Error, Result};
 use crate::pure::info::LockInfo;
-use crate::pure::kind::Kind;
+use crate::pure::kind::{Kind, Units};
 use crate::pure::rw_info::RwLockInfo;
 use crate::pure::sem_info::SemaphoreInfo;
 
@@ -141,31 +141,30 @@ impl Core {
     }
 
     /// `owner`'s holding of `key` as the server counts it, whatever the family of `kind`:
-    /// its token and its holds (read and write holds together), or `None`. A semaphore's
-    /// holder counts as one hold, whatever its permits: only a lost fresh holding (no
-    /// guard of the client has its token) is found.
+    /// its token and its [`Units`] (a lock's holds, a semaphore's permits, a read-write
+    /// lock's read and write holds), or `None`.
     pub(crate) async fn counted(
         &self,
         kind: Kind,
         key: &str,
         owner: &str,
-    ) -> Result<Option<(u64, u64)>> {
+    ) -> Result<Option<(u64, Units)>> {
         if kind == Kind::Latch {
             return Ok(None);
         }
         if let Kind::Sem(_) = kind {
             let info = self.sem_info(key).await?;
             let holder = info.as_ref().and_then(|info| info.holder(owner));
-            return Ok(holder.map(|h| (h.token, 1)));
+            return Ok(holder.map(|h| (h.token, [h.permits, 0])));
         }
         if !kind.is_rw() {
             let info = self.info(key).await?;
             let info = info.filter(|info| info.owner == owner);
-            return Ok(info.map(|info| (info.token, info.holds)));
+            return Ok(info.map(|info| (info.token, [info.holds, 0])));
         }
         let info = self.rw_info(key).await?;
         let holder = info.as_ref().and_then(|info| info.holder(owner));
-        Ok(holder.map(|h| (h.token, h.reads + h.writes)))
+        Ok(holder.map(|h| (h.token, [h.reads, h.writes])))
     }
 
     /// `LOCK.FORCERELEASE name` (`RWLOCK.FORCERELEASE` for a read-write lock): true if a

@@ -12,7 +12,7 @@ use crate::hold::releasing::Releasing;
 use crate::pure::error::LossReason;
 use crate::pure::holding::safe_deadline;
 pub(crate) use crate::pure::holding::Holding;
-use crate::pure::kind::Kind;
+use crate::pure::kind::{Kind, Units};
 use crate::pure::pair::Id;
 
 /// A grant from the server, to be recorded.
@@ -39,6 +39,8 @@ pub(crate) struct Renewal {
 struct Entry {
     current: Arc<Holding>,
     holds: usize,
+    /// What the server counts for the guards' holds: holds, permits, or read and write holds.
+    units: Units,
     watched: usize,
     /// The lease renewals send.
     lease: Duration,
@@ -88,6 +90,10 @@ pub(crate) struct Registry {
     losses: Arc<AtomicU64>,
 }
 
+fn add_units(to: &mut Units, more: Units) {
+    *to = [to[0] + more[0], to[1] + more[1]];
+}
+
 fn third(lease: Duration) -> Duration {
     (lease / 3).max(Duration::from_millis(1))
 }
@@ -125,6 +131,7 @@ impl Registry {
                     e.lease_set(g.at, g.lease, margin);
                 }
                 e.holds += 1;
+                add_units(&mut e.units, g.kind.units());
                 if g.watchdog {
                     e.watched += 1;
                     e.lease = g.lease;
@@ -140,6 +147,7 @@ impl Registry {
         let entry = Entry {
             current: current.clone(),
             holds: 1,
+            units: g.kind.units(),
             watched: usize::from(g.watchdog),
             lease: g.lease,
             set_at: g.at,
@@ -152,10 +160,10 @@ impl Registry {
         current
     }
 
-    /// Forgets one hold of `h`. True if that hold may still be counted on the server's
-    /// holding (same token, and the server has not said it lost it), so a `LOCK.RELEASE`
-    /// must be sent for it.
-    pub(crate) fn unregister(&mut self, h: &Holding, watchdog: bool) -> bool {
+    /// Forgets one hold of `h`, of `kind`. True if that hold may still be counted on the
+    /// server's holding (same token, and the server has not said it lost it), so a
+    /// `LOCK.RELEASE` must be sent for it.
+    pub(crate) fn unregister(&mut self, h: &Holding, kind: Kind, watchdog: bool) -> bool {
         let Some(e) = self.get_mut(&h.key, &h.owner) else {
             return false;
         };
@@ -165,6 +173,8 @@ impl Registry {
         let refused =
             [h.lost_reason(), e.current.lost_reason()].contains(&Some(LossReason::NotHeld));
         e.holds = e.holds.saturating_sub(1);
+        let [a, b] = kind.units();
+        e.units = [e.units[0].saturating_sub(a), e.units[1].saturating_sub(b)];
         if watchdog {
             e.watched = e.watched.saturating_sub(1);
         }
@@ -173,15 +183,15 @@ impl Registry {
                 .remove(&(h.key.as_str(), h.owner.as_str()) as &dyn Id);
         }
         if !refused {
-            self.releasing.add(&h.key, &h.owner, h.token);
+            self.releasing.add(&h.key, &h.owner, h.token, kind.units());
         }
         !refused
     }
 
-    /// The release a true [`unregister`](Registry::unregister) called for was answered, or
-    /// will not be sent.
-    pub(crate) fn released(&mut self, h: &Holding) {
-        self.releasing.done(&h.key, &h.owner, h.token);
+    /// The release a true [`unregister`](Registry::unregister) called for was answered,
+    /// will not be sent, or its holding has surely ended.
+    pub(crate) fn released(&mut self, h: &Holding, kind: Kind) {
+        self.releasing.done(&h.key, &h.owner, h.token, kind.units());
     }
 
     /// Marks `h` lost, and its entry too if the entry still describes the same holding.
@@ -268,11 +278,12 @@ impl Registry {
             .map_or(0, |e| e.holds)
     }
 
-    /// The holds of `(key, owner)` the server may count and this client knows of, by token:
-    /// its guards' holds, and the releases sent but not yet answered.
-    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
-        let held = self.get(key, owner).map(|e| (e.current.token, e.holds));
-        let releasing = self.releasing.tokens(key, owner).map(|t| (t, 1));
+    /// What the server may count for `(key, owner)` and this client knows of, by token
+    /// (holds, permits, or read and write holds): its guards', and the releases sent but
+    /// not yet answered.
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, Units)> {
+        let held = self.get(key, owner).map(|e| (e.current.token, e.units));
+        let releasing = self.releasing.units(key, owner);
         held.into_iter().chain(releasing).collect()
     }
 

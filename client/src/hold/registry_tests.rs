@@ -26,11 +26,11 @@ fn reentry_with_same_token_shares_the_holding_and_counts_holds() {
     assert!(Arc::ptr_eq(&a, &b));
     assert_eq!(reg.len(), 1);
     assert!(
-        reg.unregister(&a, true),
+        reg.unregister(&a, Kind::Lock, true),
         "first release must reach the server"
     );
     assert_eq!(reg.len(), 1, "one hold remains");
-    assert!(reg.unregister(&b, true));
+    assert!(reg.unregister(&b, Kind::Lock, true));
     assert_eq!(reg.len(), 0);
 }
 
@@ -43,10 +43,10 @@ fn new_token_for_same_owner_marks_the_old_holding_lost() {
     assert_eq!(old.lost_reason(), Some(LossReason::NotHeld));
     assert_eq!(new.lost_reason(), None);
     assert!(
-        !reg.unregister(&old, true),
+        !reg.unregister(&old, Kind::Lock, true),
         "a stale guard must not release the new holding"
     );
-    assert!(reg.unregister(&new, true));
+    assert!(reg.unregister(&new, Kind::Lock, true));
     assert_eq!(reg.len(), 0);
 }
 
@@ -60,11 +60,11 @@ fn reentry_into_a_lost_holding_gets_a_fresh_generation_but_still_counts_old_hold
     assert!(!Arc::ptr_eq(&old, &new));
     assert_eq!(new.lost_reason(), None);
     assert!(
-        reg.unregister(&old, true),
+        reg.unregister(&old, Kind::Lock, true),
         "same token: the server counts this hold"
     );
     assert_eq!(reg.len(), 1);
-    assert!(reg.unregister(&new, true));
+    assert!(reg.unregister(&new, Kind::Lock, true));
     assert_eq!(reg.len(), 0);
 }
 
@@ -205,8 +205,11 @@ fn no_release_follows_a_holding_the_server_refused() {
     let a = reg.register(&grant("o", 7, true, t0));
     let b = reg.register(&grant("o", 7, true, t0));
     reg.mark_lost(&a, LossReason::NotHeld);
-    assert!(!reg.unregister(&a, true));
-    assert!(!reg.unregister(&b, true), "the same holding: refused too");
+    assert!(!reg.unregister(&a, Kind::Lock, true));
+    assert!(
+        !reg.unregister(&b, Kind::Lock, true),
+        "the same holding: refused too"
+    );
     assert_eq!(reg.len(), 0);
 }
 

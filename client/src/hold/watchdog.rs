@@ -17,6 +17,7 @@ use tokio::time::{sleep, sleep_until, Instant};
 use crate::hold::registry::{Grant, Holding, Registry, Renewal};
 use crate::net::router::Router;
 use crate::pure::error::LossReason;
+use crate::pure::kind::{Kind, Units};
 
 /// Counters of the watchdog's work, from [`Client::watchdog_stats`](crate::Client::watchdog_stats).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,8 +94,8 @@ impl Watchdog {
     }
 
     /// Stops renewing one hold at once; true if a `LOCK.RELEASE` must follow.
-    pub(crate) fn unregister(&self, holding: &Holding, watchdog: bool) -> bool {
-        self.shared.registry().unregister(holding, watchdog)
+    pub(crate) fn unregister(&self, holding: &Holding, kind: Kind, watchdog: bool) -> bool {
+        self.shared.registry().unregister(holding, kind, watchdog)
     }
 
     /// Forgets every hold; returns the holdings that may still be held, with their holds.
@@ -108,12 +109,12 @@ impl Watchdog {
     }
 
     /// The release a true [`unregister`](Watchdog::unregister) called for was answered.
-    pub(crate) fn released(&self, holding: &Holding) {
-        self.shared.registry().released(holding);
+    pub(crate) fn released(&self, holding: &Holding, kind: Kind) {
+        self.shared.registry().released(holding, kind);
     }
 
     /// The holds of `(key, owner)` this client knows of, by token (see `Registry::known`).
-    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, usize)> {
+    pub(crate) fn known(&self, key: &str, owner: &str) -> Vec<(u64, Units)> {
         self.shared.registry().known(key, owner)
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod node;
 pub(crate) mod pool;
 pub(crate) mod pull;
 pub(crate) mod push;
+pub(crate) mod route;
 pub(crate) mod router;
 pub(crate) mod sentinel;
 pub(crate) mod tickets;

@@ -13,8 +13,12 @@
 //!
 //! A server answers a redirection instead of running the command, so sending it again is
 //! safe, even for `LOCK.ACQUIRE` and `LOCK.RELEASE`. Nothing else is retried: a command whose
-//! connection failed may or may not have run. After [`Error::MAX_REDIRECTS`] redirections in
-//! a row the last one is returned, and reaches the caller as [`Error::TooManyRedirects`].
+//! connection failed may or may not have run. While a slot moves, the nodes may disagree
+//! for a moment and send a command back and forth: after [`Error::MAX_REDIRECTS`]
+//! redirections in a row, each next one waits a pause that grows (from 2 ms to 100 ms), as
+//! cluster clients do during resharding, and once the response timeout has passed since the
+//! first redirection the last one is returned: it reaches the caller as
+//! [`Error::TooManyRedirects`]. The limit counts time, not hops.
 //!
 //! [`Router::follow`] is the one loop that follows redirections, for every path: commands on
 //! the shared connections, commands on a connection of their own, and waits (which a
@@ -35,10 +39,10 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 
-use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, RedisError, RedisResult};
 
 use crate::net::node::{dropped, Carrier, Node, Shared, IDLE_CHECK};
+use crate::net::route::Route;
 use crate::net::sentinel::Sentinels;
 use crate::net::topology::Topology;
 use crate::pure::commands;
@@ -182,6 +186,14 @@ impl Router {
                 stop = &mut interrupt => return Ok(Sent::Interrupted(stop, conn)),
             };
             if self.redirect(&mut route, &answer) {
+                if !route.pause.is_zero() {
+                    let pause = route.pause;
+                    tokio::select! {
+                        biased;
+                        stop = &mut interrupt => return Ok(Sent::Interrupted(stop, conn)),
+                        () = tokio::time::sleep(pause) => {}
+                    }
+                }
                 carrier.recycle(conn);
                 continue;
             }
@@ -232,8 +244,16 @@ impl Router {
         let Some((host, port)) = slots::split_addr(addr) else {
             return false;
         };
-        if route.redirects >= Error::MAX_REDIRECTS {
-            tracing::warn!(slot, addr, "too many cluster redirections; giving up");
+        let limit = route.node.options.response_timeout_duration();
+        let since = *route.since.get_or_insert_with(tokio::time::Instant::now);
+        route.pause = route.next_pause();
+        if since.elapsed() + route.pause > limit {
+            tracing::warn!(
+                slot,
+                addr,
+                redirects = route.redirects,
+                "cluster redirections for longer than the response timeout; giving up"
+            );
             return false;
         }
         let node = match self.topology.node(host, port) {
@@ -252,49 +272,6 @@ impl Router {
         route.node = node;
         route.asking = !moved;
         true
-    }
-}
-
-/// Where one command goes next.
-struct Route {
-    /// The node to send to.
-    node: Arc<Node>,
-    /// Whether to send `ASKING` first (after an `ASK`).
-    asking: bool,
-    redirects: usize,
-}
-
-impl Route {
-    fn to(node: Arc<Node>) -> Route {
-        Route {
-            node,
-            asking: false,
-            redirects: 0,
-        }
-    }
-
-    /// Sends `cmd` on `conn` (a connection to [`Route::node`]), after `ASKING` if asked to.
-    async fn send<T, C>(&self, conn: &mut C, cmd: &Cmd) -> RedisResult<T>
-    where
-        T: FromRedisValue,
-        C: ConnectionLike,
-    {
-        if !self.asking {
-            return cmd.query_async(conn).await;
-        }
-        // One write: `ASKING` holds for the next command on this connection only.
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors()
-            .add_command(commands::asking())
-            .ignore()
-            .add_command(cmd.clone());
-        let mut replies: Vec<RedisResult<T>> = pipe.query_async(conn).await?;
-        replies.pop().unwrap_or_else(|| {
-            Err(redis::RedisError::from((
-                redis::ErrorKind::Parse,
-                "no reply after ASKING",
-            )))
-        })
     }
 }
 

@@ -142,13 +142,10 @@ pub enum Error {
         /// The server's own error text.
         detail: String,
     },
-    /// A Redis Cluster redirected one command (`MOVED`/`ASK`) more than
-    /// [`Error::MAX_REDIRECTS`] times in a row: its slot keeps moving, or the nodes disagree
-    /// about who serves it. The command was not run.
-    #[error(
-        "gave up after {max} Redis Cluster redirections for slot {slot} (the last to {to})",
-        max = Error::MAX_REDIRECTS
-    )]
+    /// A Redis Cluster kept redirecting one command (`MOVED`/`ASK`) for longer than the
+    /// response timeout, pauses included: its slot keeps moving, or the nodes disagree about
+    /// who serves it. The command was not run.
+    #[error("gave up following Redis Cluster redirections for slot {slot} (the last to {to})")]
     TooManyRedirects {
         /// The key's slot.
         slot: u16,
@@ -229,8 +226,10 @@ impl Error {
         })
     }
 
-    /// How many redirections one command follows before it fails with
-    /// [`Error::TooManyRedirects`].
+    /// How many redirections in a row one command follows at once; past them it pauses
+    /// before each next one, a pause that grows, until the response timeout has passed
+    /// since the first ([`Error::TooManyRedirects`]). A failover followed after a
+    /// connection error counts as one; at most this many are followed.
     pub const MAX_REDIRECTS: usize = 5;
 
     /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.

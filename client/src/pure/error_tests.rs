@@ -46,7 +46,7 @@ fn a_redirection_that_reaches_the_caller_is_too_many_redirects() {
     );
     assert_eq!(
         mapped.to_string(),
-        "gave up after 5 Redis Cluster redirections for slot 3999 (the last to 127.0.0.1:7001)"
+        "gave up following Redis Cluster redirections for slot 3999 (the last to 127.0.0.1:7001)"
     );
     let ask = Error::from(wire_error("ASK 12 10.0.0.2:7002"));
     assert!(

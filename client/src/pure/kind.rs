@@ -22,7 +22,27 @@ pub(crate) enum Kind {
     Sem(u32),
 }
 
+/// An owner's holding as the server counts it: a lock's holds, a semaphore's permits or a
+/// read-write lock's read holds (`[0]`), and a read-write lock's write holds (`[1]`).
+pub(crate) type Units = [u64; 2];
+
 impl Kind {
+    /// What one acquisition of this kind adds to its owner's holding (a release takes the
+    /// same away).
+    pub(crate) fn units(self) -> Units {
+        match self {
+            Kind::Lock | Kind::Read => [1, 0],
+            Kind::Write => [0, 1],
+            Kind::Sem(permits) => [u64::from(permits), 0],
+            Kind::Latch => [0, 0],
+        }
+    }
+
+    /// Which count of [`Units`] an acquisition of this kind changes.
+    pub(crate) fn column(self) -> usize {
+        usize::from(self == Kind::Write)
+    }
+
     /// Whether it is a hold of a read-write lock.
     pub(crate) fn is_rw(self) -> bool {
         matches!(self, Kind::Read | Kind::Write)
