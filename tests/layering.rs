@@ -56,6 +56,7 @@ const FOLDERS: Folders = &[
     (
         "handoff",
         &[
+            &["script_turns"],
             &["door"],
             &[
                 "rw_serve",

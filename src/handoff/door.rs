@@ -10,13 +10,12 @@
 //! the gate lets them be served (a check is armed then). Whoever hands a lock on tells the
 //! lease timers (`expiry.rs`) about the new deadline.
 
-use std::sync::atomic::Ordering;
-
 use redis_module::raw;
 
+use crate::handoff::script_turns;
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Ask, Verdict};
-use crate::host::{config, node};
+use crate::host::node;
 use crate::store::publish;
 use crate::store::{LockEntry, LockKey, Name, Over, Replicate, RwEntry, SemEntry};
 use crate::waits::finish;
@@ -101,7 +100,7 @@ pub fn fresh_holding(
         key_here: over.key_here(),
         wait_until: claim.wait_until,
         in_command: claim.in_command,
-        scripts_until: scripts_until(ctx, key.name()),
+        scripts_until: script_turns::scripts_until(ctx, key.name()),
     };
     match gate::ask(ctx, &ask) {
         Verdict::Go => {}
@@ -252,7 +251,7 @@ fn grant(
     let delivered = finish::grant(ctx, db, key, waiter, token)?;
     if delivered {
         counters::HANDOFFS.bump();
-        if turns_on() {
+        if script_turns::turns_on() {
             queues::native_granted(db, key);
         }
     }
@@ -281,14 +280,14 @@ pub fn end_holding(
     // waiters (there are none: a replica refuses them) are not its master's.
     let handed = if queues::any() && !node::from_replication(ctx) {
         let db = node::selected_db(ctx);
-        match scripts_turn(ctx, db, key.name())? {
+        match script_turns::scripts_turn(ctx, db, key.name())? {
             Some(until) => Handed::NotNow(until),
             None => hand_off(ctx, db, key, over, in_command)?,
         }
     } else {
         Handed::Nobody
     };
-    if handed == Handed::Nobody && turns_on() {
+    if handed == Handed::Nobody && script_turns::turns_on() {
         queues::forget_turns(node::selected_db(ctx), key.name());
     }
     if matches!(handed, Handed::Nobody | Handed::NotNow(_)) {
@@ -300,37 +299,4 @@ pub fn end_holding(
         }
     }
     Ok(handed)
-}
-
-/// Whether script clients get turns (`rlock.script-turn` > 0).
-pub fn turns_on() -> bool {
-    config::SCRIPT_TURN.load(Ordering::Relaxed) > 0
-}
-
-/// When the script clients' running turn on `key` ends, if turns are on and one runs.
-fn scripts_until(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Option<i64> {
-    if !turns_on() {
-        return None;
-    }
-    queues::scripts_until(node::selected_db(ctx), key, node::now_ms())
-}
-
-/// Starts the script clients' turn on `key` if it is due (`registry/turns.rs`): native
-/// grants are then held back until the time returned, and whoever frees the lock publishes
-/// its release, so that a script client waiting for it can take it.
-pub fn scripts_turn(
-    ctx: *mut raw::RedisModuleCtx,
-    db: registry::Db,
-    key: &[u8],
-) -> Result<Option<i64>, LockError> {
-    let hold_ms = config::SCRIPT_TURN.load(Ordering::Relaxed);
-    if hold_ms <= 0 || !queues::scripts_may_be_due(db, key) {
-        return Ok(None);
-    }
-    let scripts = publish::listeners(ctx, key)?;
-    let until = queues::start_scripts_turn(db, key, scripts, node::now_ms(), hold_ms);
-    if until.is_some() {
-        counters::SCRIPT_TURNS.bump();
-    }
-    Ok(until)
 }

@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::{evicted, family_checks, latch_serve};
+use crate::handoff::{evicted, family_checks, latch_serve, script_turns};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -265,7 +265,7 @@ fn serve_lock(
         Ok(Some(_)) if lease_end && key.ttl_ms()? == 0 => Some(Over::Other),
         Ok(Some(_)) => {
             // Held again (a script client took its turn): the natives come next.
-            if door::turns_on() {
+            if script_turns::turns_on() {
                 queues::end_scripts_turn(check.db, &check.key);
             }
             None
@@ -276,7 +276,7 @@ fn serve_lock(
     if vacancy == Some(Over::Nothing) {
         // Freed behind the module's back (a script's unlock, a `DEL`, Redis's expiry): it
         // may be the script clients' turn; they learn it from the release message.
-        if let Some(until) = door::scripts_turn(ctx, check.db, &check.key)? {
+        if let Some(until) = script_turns::scripts_turn(ctx, check.db, &check.key)? {
             publish::release_message(ctx, &check.key)?;
             arm(ctx, check.db, &check.key, until);
             return Ok(());

@@ -111,3 +111,7 @@ impl<C> Queue<C> {
         all.into_iter().map(|(_, w)| w).collect()
     }
 }
+
+#[cfg(test)]
+#[path = "lanes_tests.rs"]
+mod tests;
