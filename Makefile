@@ -126,7 +126,8 @@ test-all: deps nextest build valkey valkey9 ## Every test, the long ones too: on
 	@echo "== every test of the module, the client and the CLI on Valkey"
 	RLOCK_SERVER=$(VALKEY) $(NEXTEST) --run-ignored all $(NOT_CHAOS_BENCH)
 	@echo "== the tests of what only Valkey 9 has, on Valkey 9.1"
-	RLOCK_SERVER=$(VALKEY9) $(NEXTEST) --run-ignored all -E 'package(rlock) & binary(atomic_migration)'
+	RLOCK_SERVER=$(VALKEY9) $(NEXTEST) --run-ignored all \
+		-E '(package(rlock) | package(rlock-client)) & binary(atomic_migration)'
 
 # make install: the module where Redis modules usually live, $(PREFIX)/lib/redis/modules/.
 PREFIX ?= /usr/local

@@ -120,7 +120,7 @@ impl Injector<'_> {
                     "latch:{latch1}",
                 ];
                 let key = *self.rng.pick(&keys);
-                let what = self.deployment.migrate_slot(key, self.rng.next());
+                let what = self.deployment.move_slot(key, self.rng.next());
                 what.and_then(|w| self.record(w))
             }
             "timeout" => self.idle_timeout(),

@@ -17,6 +17,7 @@ mod faults_kinds;
 mod history;
 mod history_sem;
 mod machine;
+mod migrate_atomic;
 mod process;
 mod proxy;
 mod resource;

@@ -194,3 +194,48 @@ impl Cluster {
         }
     }
 }
+
+/// Whether `$RLOCK_SERVER` is Valkey 9 or later, which migrates slots atomically
+/// (`CLUSTER MIGRATESLOTS`); if not, says that the test is skipped.
+pub fn atomic_migration() -> bool {
+    let version = Command::new(super::server_binary())
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let major = version
+        .strip_prefix("Valkey server v=")
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    let atomic = major.is_some_and(|m| m >= 9);
+    if !atomic {
+        eprintln!(
+            "skipped: atomic slot migration needs Valkey 9 or later as RLOCK_SERVER \
+             (make valkey9; make test-all runs it); this server is {version:?}"
+        );
+    }
+    atomic
+}
+
+impl Cluster {
+    /// Moves `slot` from node `from` to node `to` whole, with Valkey 9's
+    /// `CLUSTER MIGRATESLOTS`; returns once the target serves it and the source has no key
+    /// left in it.
+    pub fn migrate_atomically(&self, slot: u16, from: usize, to: usize) {
+        let (source, target) = (&self.nodes[from], &self.nodes[to]);
+        let (slot_text, to_id) = (slot.to_string(), target.node_id());
+        let range = ["SLOTSRANGE", &slot_text, &slot_text, "NODE", &to_id];
+        let reply: String = source.cmd(&[&["CLUSTER", "MIGRATESLOTS"][..], &range].concat());
+        assert_eq!(reply, "OK", "CLUSTER MIGRATESLOTS");
+        let keys_left = || source.cmd::<u64>(&["CLUSTER", "COUNTKEYSINSLOT", &slot_text]);
+        let moved = poll(CLUSTER_OK_WITHIN, || {
+            target.serves(slot) && keys_left() == 0
+        });
+        assert!(
+            moved,
+            "slot {slot} did not move:\n{}\n{}",
+            source.log(),
+            target.log()
+        );
+    }
+}
