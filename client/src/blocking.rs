@@ -3,8 +3,11 @@
 //! hold on it, and must release as many times.
 //!
 //! The [`BlockingClient`] runs a small tokio runtime of its own for the watchdog and the
-//! connections. Use it from plain threads, not from inside an async runtime: there its
-//! calls fail with [`Error::InvalidArgument`] (and a guard dropped there is released in the
+//! connections. Use it from plain threads or from `tokio::task::spawn_blocking` (and
+//! `block_in_place`), the home of sync code in an async service. Where blocking would stall
+//! a runtime, in an async task or a future run by `block_on` (the body of
+//! `#[tokio::main]`), its calls fail with [`Error::InvalidArgument`] instead, as tokio's
+//! own `Mutex::blocking_lock` panics there (and a guard dropped there is released in the
 //! background).
 //!
 //! A thread's owner id is kept while the thread has guards (or asked for its id), and
