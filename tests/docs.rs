@@ -6,7 +6,9 @@
 //!   replies compared (see `tests/docs/transcript.rs` for how a session is written, and
 //!   `tests/docs/pattern.rs` for the marks of values that vary: tokens, `~` numbers).
 //! - Every Rust sample is an excerpt of an example of the client crate
-//!   (`client/examples/*.rs`), which `cargo test` and `cargo clippy` compile.
+//!   (`client/examples/*.rs`), which `cargo test` and `cargo clippy` compile; the guide's
+//!   (`guide.rs`) also runs against a server in `client/tests/guide.rs`, asserting the
+//!   outcomes its comments state.
 //! - The README stays short.
 
 #[path = "docs/markdown.rs"]

@@ -1,10 +1,11 @@
 //! The samples of `docs/client.md`, whole: the docs quote these lines verbatim, and
 //! `tests/docs.rs` checks that every Rust sample there is an excerpt of an example, so the
-//! samples compile with the crate (the README's is `quickstart.rs`).
+//! samples compile with the crate (the README's is `quickstart.rs`); `client/tests/guide.rs`
+//! runs them against a server, and their asserts check the outcomes the docs state.
 //!
 //! ```text
 //! redis-server --port 6379 --loadmodule target/release/librlock.so &
-//! cargo run -p rlock-client --example guide
+//! cargo run -p rlock-client --example guide -- redis://127.0.0.1:6379/
 //! ```
 
 use std::time::Duration;
@@ -22,11 +23,11 @@ async fn work() {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-async fn guide() -> Result<(), Error> {
+async fn guide(url: &str) -> Result<(), Error> {
     let options = ClientOptions::new() // every wait of the client is bounded
         .response_timeout(Duration::from_secs(1)) // a reply (default 2 s)
         .margin(Duration::from_millis(50)); // lease not counted on (default 20 ms + 1%)
-    let client = Client::open_with("redis://127.0.0.1:6379/", options).await?;
+    let client = Client::open_with(url, options).await?; // "redis://127.0.0.1:6379/"
 
     // Runs the work while holding the lock; drops (cancels) it if the lock is lost.
     let written = client
@@ -85,12 +86,11 @@ async fn read_write(client: &Client) -> Result<(), Error> {
     let reading = config.read().acquire().await?; // shared: other owners read at once
     let other = client.owner().rw_lock("lock:config");
     let also = other.read().try_acquire(Duration::ZERO).await?; // Some: readers share
-    let writer = other.write().try_acquire(Duration::ZERO).await; // Ok(None): readers hold
-    drop((also, writer));
-    match config.write().try_acquire(Duration::ZERO).await {
-        Err(Error::Upgrade { .. }) => {} // a reader never upgrades: release, then write
-        other => println!("unexpected: {other:?}"),
-    }
+    let writer = client.owner().rw_lock("lock:config");
+    assert!(writer.write().try_acquire(Duration::ZERO).await?.is_none()); // readers hold
+    let upgrade = other.write().try_acquire(Duration::ZERO).await; // it reads: Err(Upgrade)
+    assert!(matches!(upgrade, Err(Error::Upgrade { .. }))); // release, then write
+    also.expect("a read hold").release().await?;
     reading.release().await?;
     let writing = config.write().acquire().await?; // alone; readers and writers wait
     let mut hset = redis::cmd("HSET");
@@ -139,14 +139,20 @@ async fn sentinel() -> Result<(), Error> {
     client.close().await
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    guide().await?;
-    let client = Client::open("redis://127.0.0.1:6379/").await?;
+/// Every sample but Sentinel's, against the server at `url`.
+pub async fn run(url: &str) -> Result<(), Error> {
+    guide(url).await?;
+    let client = Client::open(url).await?;
     read_write(&client).await?;
     latch(&client).await?;
     semaphore(&client).await?;
-    client.close().await?;
+    client.close().await
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let url = std::env::args().nth(1).filter(|arg| arg != "--sentinel");
+    run(url.as_deref().unwrap_or("redis://127.0.0.1:6379/")).await?;
     if std::env::args().any(|arg| arg == "--sentinel") {
         sentinel().await?;
     }
