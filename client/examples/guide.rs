@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use rlock_client::{Client, ClientOptions, Error};
+use rlock_client::{Client, ClientOptions, Error, LockOptions};
 
 /// The resource the lock protects: it is handed the fencing token of every write.
 async fn write_order(token: u64) -> Result<(), Error> {
@@ -123,6 +123,7 @@ async fn semaphore(client: &Client) -> Result<(), Error> {
     let more = pool.acquire(1).await?; // the same task adds one: the same token
     let other = client.owner().semaphore("sem:gpus");
     assert!(other.try_acquire(1, Duration::ZERO).await?.is_none()); // none left
+    assert_eq!(pool.available_permits().await?, 0); // a snapshot (SEM.INFO): all held
     assert_eq!(more.release().await?, 3); // gives back its own permit: 3 still held
     let ran = other
         .with_permits(1, |held| async move { held.token() })
@@ -131,6 +132,20 @@ async fn semaphore(client: &Client) -> Result<(), Error> {
     training.release().await?; // 0: this task holds nothing now
     let info = pool.info().await?.expect("it exists"); // SEM.INFO
     assert_eq!((info.permits, info.available), (4, 4));
+    Ok(())
+}
+
+async fn errors(client: &Client) -> Result<(), Error> {
+    let held = client.owner().lock("lock:busy").acquire().await?; // busy meanwhile
+    let wait = LockOptions::new().wait(Duration::from_millis(100));
+    let tried = client.lock("lock:busy").options(wait).acquire().await;
+    assert!(matches!(tried, Err(Error::Timeout { .. }))); // the lock stayed busy
+    match tried {
+        Ok(guard) => drop(guard.release().await?),
+        Err(e) if e.is_retryable() => println!("try again later: {e}"), // a passing trouble
+        Err(e) => return Err(e), // a refusal that stays one: NotHeld, Upgrade, WRONGTYPE...
+    }
+    held.release().await?;
     Ok(())
 }
 
@@ -146,6 +161,7 @@ pub async fn run(url: &str) -> Result<(), Error> {
     read_write(&client).await?;
     latch(&client).await?;
     semaphore(&client).await?;
+    errors(&client).await?;
     client.close().await
 }
 

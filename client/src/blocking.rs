@@ -252,6 +252,11 @@ impl BlockingSemaphore {
         self.run(async |sem| sem.info().await)
     }
 
+    /// How many permits are free now; see [`Semaphore::available_permits`].
+    pub fn available_permits(&self) -> Result<u64> {
+        self.run(async |sem| sem.available_permits().await)
+    }
+
     /// Ends every holding; see [`Semaphore::force_release`].
     pub fn force_release(&self) -> Result<bool> {
         self.run(async |sem| sem.force_release().await)

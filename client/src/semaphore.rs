@@ -129,6 +129,12 @@ impl Semaphore {
         self.core.sem_info(self.name()).await
     }
 
+    /// How many permits are free now (`SEM.INFO`'s `available`): the total less the permits
+    /// held; 0 if the semaphore does not exist. A snapshot: to take permits, acquire them.
+    pub async fn available_permits(&self) -> Result<u64> {
+        Ok(self.info().await?.map_or(0, |info| info.available))
+    }
+
     /// Ends every holding of the semaphore whoever holds it (`SEM.FORCERELEASE`, an admin
     /// command); the total stays and the queue is served. True if anyone held. The holders'
     /// guards notice at their next renewal.

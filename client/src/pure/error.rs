@@ -269,6 +269,36 @@ impl Error {
         }
     }
 
+    /// True when the same call may succeed if made again later, nothing changed: the server
+    /// was unreachable or slow to answer, a failover or a resharding was under way, a
+    /// RedLock lacked a majority, replicas lagged, or a wait ran out. False for a refusal
+    /// that stays one (a lock not held, an upgrade, a key of another kind, a lost or
+    /// closed holding, an argument that cannot work).
+    pub fn is_retryable(&self) -> bool {
+        use redis::RetryMethod::{AskRedirect, MovedRedirect, RefreshSlotsAndRetry};
+        use redis::RetryMethod::{RetryImmediately, WaitAndRetry};
+        match self {
+            Error::Unresponsive { .. }
+            | Error::ReadOnly { .. }
+            | Error::NoQuorum { .. }
+            | Error::TooManyRedirects { .. }
+            | Error::Timeout { .. }
+            | Error::NotReplicated { .. } => true,
+            Error::Redis(err) => {
+                err.is_io_error()
+                    || matches!(
+                        err.retry_method(),
+                        WaitAndRetry
+                            | RetryImmediately
+                            | MovedRedirect
+                            | AskRedirect
+                            | RefreshSlotsAndRetry
+                    )
+            }
+            _ => false,
+        }
+    }
+
     /// A failure of the client itself (a background task ended unexpectedly).
     pub(crate) fn internal(what: &str) -> Error {
         Error::Internal {

@@ -145,3 +145,67 @@ fn a_refused_upgrade_maps_to_upgrade() {
     let other = Error::from_command(other, "k", "o");
     assert!(matches!(other, Error::Redis(_)), "{other:?}");
 }
+
+#[test]
+fn passing_troubles_are_retryable_and_refusals_are_not() {
+    let retryable = [
+        Error::Unresponsive { detail: "d".into() },
+        Error::from(timed_out("a reply")),
+        Error::from(redis::RedisError::from(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        ))),
+        Error::from(wire_error("LOADING Redis is loading the dataset in memory")),
+        Error::from(wire_error(
+            "TRYAGAIN Multiple keys request during rehashing",
+        )),
+        Error::from(wire_error("CLUSTERDOWN The cluster is down")),
+        Error::ReadOnly {
+            key: "k".into(),
+            detail: "d".into(),
+        },
+        Error::NoQuorum {
+            key: "k".into(),
+            answered: 1,
+            needed: 2,
+        },
+        Error::TooManyRedirects {
+            slot: 1,
+            to: "n:1".into(),
+        },
+        Error::Timeout {
+            key: "k".into(),
+            waited: Duration::ZERO,
+        },
+        Error::NotReplicated {
+            key: "k".into(),
+            wanted: 1,
+            acked: 0,
+        },
+    ];
+    for err in retryable {
+        assert!(err.is_retryable(), "{err:?}");
+    }
+    let final_ = [
+        Error::from_command(server_error("NOTHELD", "n"), "k", "o"),
+        Error::Upgrade {
+            key: "k".into(),
+            owner: "o".into(),
+        },
+        Error::Lost {
+            key: "k".into(),
+            reason: LossReason::NotHeld,
+        },
+        Error::Closed,
+        Error::InvalidArgument { detail: "d".into() },
+        Error::ModuleMissing { detail: "d".into() },
+        Error::internal("d"),
+        Error::from(wire_error("WRONGTYPE key is not a lock")),
+        Error::from(wire_error("NOPERM this user has no permissions")),
+        Error::from(wire_error(
+            "ERR rlock: asks for 5 permits; the semaphore has 4",
+        )),
+    ];
+    for err in final_ {
+        assert!(!err.is_retryable(), "{err:?}");
+    }
+}
