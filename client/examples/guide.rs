@@ -49,6 +49,9 @@ async fn guide(url: &str) -> Result<(), Error> {
     );
     task.await.ok();
     guard.release().await?; // Err(Lost) if it was lost
+                            // A lock is a future too: awaiting it acquires, as acquire() does (rw.read().await).
+    let report = client.lock("lock:report").await?;
+    report.release().await?;
 
     // Fenced writes: data in the lock's slot (one hash tag), run only while the holding is current.
     let order = client.lock("lock:{order:42}").acquire().await?;

@@ -47,6 +47,18 @@ impl fmt::Debug for Lock {
     }
 }
 
+/// Awaiting a lock acquires it, as [`Lock::acquire`]: `client.lock(key).await`,
+/// `rw.read().await`, `pool.permits(2).await`. The owner is the awaiting task's (or the
+/// [`Owner`](crate::Owner)'s), as for `acquire`, and dropping the future leaks no hold.
+impl std::future::IntoFuture for Lock {
+    type Output = Result<Guard>;
+    type IntoFuture = std::pin::Pin<Box<dyn Future<Output = Result<Guard>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.acquire().await })
+    }
+}
+
 impl Lock {
     pub(crate) fn new(
         core: Arc<Core>,
