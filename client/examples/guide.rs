@@ -99,9 +99,8 @@ async fn read_write(client: &Client) -> Result<(), Error> {
     let mut hset = redis::cmd("HSET");
     hset.arg("config").arg("mode").arg("fast");
     let _: i64 = writing.fenced(&hset).await?; // LOCK.FENCED: the writer's
-    let downgraded = config.read().acquire().await?; // the writer reads too (same token)
-    writing.release().await?; // now only reading: readers join, writers still wait
-    downgraded.release().await?;
+    let reading = writing.downgrade().await?; // a read hold, same token: readers join
+    assert_eq!(reading.release().await?, 0); // writers waited until now
     Ok(())
 }
 

@@ -59,6 +59,39 @@ impl std::future::IntoFuture for Lock {
     }
 }
 
+impl Guard {
+    /// Turns this write hold of a read-write lock into a read hold of the same holding (the
+    /// same owner and token, still renewed): it takes a read hold, which the writer always
+    /// gets at once, then releases this write hold, so queued readers come in while writers
+    /// still wait. The owner keeps writing if it has other write holds.
+    ///
+    /// A guard that is not a write hold is released, and the call fails with
+    /// [`Error::InvalidArgument`]; an error releasing the write hold ([`Error::Lost`]) is
+    /// returned, and the read hold is then released too.
+    pub async fn downgrade(self) -> Result<Guard> {
+        let (core, kind, options) = self.parts();
+        if kind != Kind::Write {
+            drop(self.release().await);
+            return Err(Error::InvalidArgument {
+                detail: "only a write guard of a read-write lock downgrades".into(),
+            });
+        }
+        let (what, owner) = ((Kind::Read, self.key()), self.owner().to_owned());
+        let read = cancel_safe::acquire(core, what, owner, options, Some(Duration::ZERO));
+        let Some(reading) = read.await? else {
+            // Refused at once: this owner does not hold the write hold any more.
+            let key = self.key().to_owned();
+            self.release().await?;
+            return Err(Error::Lost {
+                key,
+                reason: crate::pure::error::LossReason::NotHeld,
+            });
+        };
+        self.release().await?;
+        Ok(reading)
+    }
+}
+
 impl Lock {
     pub(crate) fn new(
         core: Arc<Core>,
