@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use rlock_client::{Client, ClientOptions, Error, LockOptions};
+use tracing_subscriber::fmt::format::FmtSpan;
 
 /// The resource the lock protects: it is handed the fencing token of every write.
 async fn write_order(token: u64) -> Result<(), Error> {
@@ -151,6 +152,14 @@ async fn errors(client: &Client) -> Result<(), Error> {
     Ok(())
 }
 
+async fn traced(client: &Client) -> Result<(), Error> {
+    // Each acquisition is a span "acquire" (INFO): key, owner, kind, then token and waited_ms.
+    let spans = tracing_subscriber::fmt().with_span_events(FmtSpan::CLOSE);
+    spans.try_init().ok(); // acquire{key="lock:traced" owner=.. kind=Lock token=.. waited_ms=0}
+    client.lock("lock:traced").await?.release().await?;
+    Ok(())
+}
+
 async fn sentinel() -> Result<(), Error> {
     let client = Client::open("redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster").await?;
     client.close().await
@@ -164,6 +173,7 @@ pub async fn run(url: &str) -> Result<(), Error> {
     latch(&client).await?;
     semaphore(&client).await?;
     errors(&client).await?;
+    traced(&client).await?;
     client.close().await
 }
 
