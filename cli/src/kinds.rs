@@ -18,7 +18,7 @@ pub struct Asked {
 
 /// Whether the server refused a command because the key is of another kind.
 pub fn is_wrong_type(error: &Error) -> bool {
-    matches!(error, Error::Redis(e) if e.code() == Some("WRONGTYPE"))
+    matches!(error, Error::WrongType { .. })
 }
 
 /// What `key` is on `client`'s server: the first kind whose `INFO` reads it.

@@ -146,7 +146,7 @@ async fn errors(client: &Client) -> Result<(), Error> {
     match tried {
         Ok(guard) => drop(guard.release().await?),
         Err(e) if e.is_retryable() => println!("try again later: {e}"), // a passing trouble
-        Err(e) => return Err(e), // a refusal that stays one: NotHeld, Upgrade, WRONGTYPE...
+        Err(e) => return Err(e), // a refusal that stays one: NotHeld, Upgrade, WrongType...
     }
     held.release().await?;
     Ok(())

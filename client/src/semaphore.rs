@@ -121,7 +121,7 @@ impl Semaphore {
         let mut cmd = Kind::Sem(0).family("PERMITS");
         cmd.arg(self.name()).arg(total);
         let reply = self.core.query(self.name(), &cmd).await;
-        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
+        reply.map_err(|e| Error::of_key(e, self.name()))
     }
 
     /// The semaphore's state on the server (`SEM.INFO`), or `None` if it does not exist.

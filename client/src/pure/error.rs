@@ -62,6 +62,29 @@ pub enum Error {
         /// The owner id that holds read holds.
         owner: String,
     },
+    /// The key holds another kind of object than the command's (a read-write lock asked
+    /// for as a plain lock, a semaphore, a string...): the server refused with `WRONGTYPE`,
+    /// and nothing changed.
+    #[error("'{key}' is not the kind of object asked for ({detail})")]
+    WrongType {
+        /// The key.
+        key: String,
+        /// The server's text, its code included (`WRONGTYPE key is not a lock`).
+        detail: String,
+    },
+    /// An acquisition asked a semaphore for more permits than its total: it could never be
+    /// granted, so the server refused it at once.
+    #[error("semaphore '{key}': {detail}")]
+    TooManyPermits {
+        /// The semaphore's key.
+        key: String,
+        /// The permits asked for.
+        asked: u64,
+        /// The semaphore's total.
+        total: u64,
+        /// The server's text.
+        detail: String,
+    },
     /// The guard's lock was lost before it was released; see [`LossReason`].
     #[error("lock '{key}' was lost: {reason}")]
     Lost {
@@ -233,32 +256,6 @@ impl Error {
     /// [`Error::TooManyRedirects`].
     pub const MAX_REDIRECTS: usize = 5;
 
-    /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.
-    pub(crate) fn from_command(err: redis::RedisError, key: &str, owner: &str) -> Error {
-        match err.code() {
-            Some("NOTHELD") => {
-                return Error::NotHeld {
-                    key: key.to_owned(),
-                    owner: owner.to_owned(),
-                }
-            }
-            Some("READONLY") => {
-                return Error::ReadOnly {
-                    key: key.to_owned(),
-                    detail: err.detail().unwrap_or_default().to_owned(),
-                }
-            }
-            Some("ERR") if is_upgrade(&err) => {
-                return Error::Upgrade {
-                    key: key.to_owned(),
-                    owner: owner.to_owned(),
-                }
-            }
-            _ => {}
-        }
-        Error::from(err).module_missing_if_unknown()
-    }
-
     /// Turns `ERR unknown command 'LOCK....'` into [`Error::ModuleMissing`].
     pub(crate) fn module_missing_if_unknown(self) -> Error {
         match self {
@@ -269,48 +266,12 @@ impl Error {
         }
     }
 
-    /// True when the same call may succeed if made again later, nothing changed: the server
-    /// was unreachable or slow to answer, a failover or a resharding was under way, a
-    /// RedLock lacked a majority, replicas lagged, or a wait ran out. False for a refusal
-    /// that stays one (a lock not held, an upgrade, a key of another kind, a lost or
-    /// closed holding, an argument that cannot work).
-    pub fn is_retryable(&self) -> bool {
-        use redis::RetryMethod::{AskRedirect, MovedRedirect, RefreshSlotsAndRetry};
-        use redis::RetryMethod::{RetryImmediately, WaitAndRetry};
-        match self {
-            Error::Unresponsive { .. }
-            | Error::ReadOnly { .. }
-            | Error::NoQuorum { .. }
-            | Error::TooManyRedirects { .. }
-            | Error::Timeout { .. }
-            | Error::NotReplicated { .. } => true,
-            Error::Redis(err) => {
-                err.is_io_error()
-                    || matches!(
-                        err.retry_method(),
-                        WaitAndRetry
-                            | RetryImmediately
-                            | MovedRedirect
-                            | AskRedirect
-                            | RefreshSlotsAndRetry
-                    )
-            }
-            _ => false,
-        }
-    }
-
     /// A failure of the client itself (a background task ended unexpectedly).
     pub(crate) fn internal(what: &str) -> Error {
         Error::Internal {
             detail: what.to_owned(),
         }
     }
-}
-
-/// `ERR rlock: ... upgrade ...`: the server's refusal of a write hold to a reader.
-fn is_upgrade(err: &redis::RedisError) -> bool {
-    let detail = err.detail().unwrap_or_default();
-    detail.starts_with("rlock: ") && detail.contains("upgrade")
 }
 
 fn is_unknown_lock_command(err: &redis::RedisError) -> bool {

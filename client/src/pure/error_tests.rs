@@ -25,9 +25,43 @@ fn unknown_lock_command_maps_to_module_missing() {
 
 #[test]
 fn other_server_errors_stay_redis_errors() {
-    let err = server_error("WRONGTYPE", "key is not a lock");
+    let err = server_error("BUSYKEY", "target key name already exists");
     let mapped = Error::from_command(err, "k", "o");
-    assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("WRONGTYPE")));
+    assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("BUSYKEY")));
+}
+
+#[test]
+fn a_key_of_another_kind_is_wrong_type_with_the_server_text() {
+    let mapped = Error::from_command(wire_error("WRONGTYPE key is not a lock"), "k", "o");
+    assert!(
+        matches!(&mapped, Error::WrongType { key, detail } if key == "k" && detail == "WRONGTYPE key is not a lock"),
+        "{mapped:?}"
+    );
+    assert_eq!(
+        mapped.to_string(),
+        "'k' is not the kind of object asked for (WRONGTYPE key is not a lock)"
+    );
+}
+
+#[test]
+fn asking_more_permits_than_the_total_is_too_many_permits() {
+    let text = "ERR rlock: asks for 5 permits; the semaphore has 4";
+    let mapped = Error::from_command(wire_error(text), "pool", "o");
+    let Error::TooManyPermits {
+        key,
+        asked,
+        total,
+        detail,
+    } = &mapped
+    else {
+        panic!("{mapped:?}");
+    };
+    assert_eq!((key.as_str(), *asked, *total), ("pool", 5, 4));
+    assert_eq!(detail, "rlock: asks for 5 permits; the semaphore has 4");
+    assert_eq!(
+        mapped.to_string(),
+        "semaphore 'pool': rlock: asks for 5 permits; the semaphore has 4"
+    );
 }
 
 /// An error reply as the server sends it, parsed as from the wire.
@@ -200,6 +234,12 @@ fn passing_troubles_are_retryable_and_refusals_are_not() {
         Error::ModuleMissing { detail: "d".into() },
         Error::internal("d"),
         Error::from(wire_error("WRONGTYPE key is not a lock")),
+        Error::from_command(wire_error("WRONGTYPE key is not a lock"), "k", "o"),
+        Error::from_command(
+            wire_error("ERR rlock: asks for 5 permits; the semaphore has 4"),
+            "k",
+            "o",
+        ),
         Error::from(wire_error("NOPERM this user has no permissions")),
         Error::from(wire_error(
             "ERR rlock: asks for 5 permits; the semaphore has 4",
