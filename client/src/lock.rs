@@ -237,6 +237,7 @@ impl Lock {
             None => crate::pure::per_thread::caller_owner(self.core.id()),
         };
         let what = (self.kind, self.key.as_str());
-        cancel_safe::acquire(&self.core, what, owner, self.options, limit).await
+        let acquired = cancel_safe::acquire(&self.core, what, owner, self.options, limit).await;
+        acquired.map_err(|e| e.held_back_at(&self.key))
     }
 }

@@ -85,6 +85,17 @@ pub enum Error {
         /// The server's text.
         detail: String,
     },
+    /// The node refused to grant for a while (`TRYAGAIN rlock: ...`): it stalled and does
+    /// not know its replicas yet, it was promoted less than `rlock.failover-delay` ago, or
+    /// its writes are paused. The server's text says which and for how long; trying again
+    /// later may succeed.
+    #[error("lock '{key}': the node holds grants back ({detail})")]
+    HeldBack {
+        /// The lock's key.
+        key: String,
+        /// The server's text, its code included.
+        detail: String,
+    },
     /// The guard's lock was lost before it was released; see [`LossReason`].
     #[error("lock '{key}' was lost: {reason}")]
     Lost {

@@ -249,3 +249,18 @@ fn passing_troubles_are_retryable_and_refusals_are_not() {
         assert!(!err.is_retryable(), "{err:?}");
     }
 }
+
+#[test]
+fn a_node_holding_grants_back_is_held_back_with_why() {
+    let text = "TRYAGAIN rlock: this node stalled; it grants and renews nothing for 1500 ms, until it knows its replicas again";
+    let mapped = Error::from(wire_error(text)).held_back_at("k");
+    assert!(
+        matches!(&mapped, Error::HeldBack { key, detail } if key == "k" && detail == text),
+        "{mapped:?}"
+    );
+    assert!(mapped.is_retryable());
+    let other = Error::from(wire_error(
+        "TRYAGAIN Multiple keys request during rehashing",
+    ));
+    assert!(matches!(other.held_back_at("k"), Error::Redis(_)));
+}

@@ -14,6 +14,7 @@ impl Error {
         use redis::RetryMethod::{RetryImmediately, WaitAndRetry};
         match self {
             Error::Unresponsive { .. }
+            | Error::HeldBack { .. }
             | Error::ReadOnly { .. }
             | Error::NoQuorum { .. }
             | Error::TooManyRedirects { .. }
@@ -31,6 +32,23 @@ impl Error {
                     )
             }
             _ => false,
+        }
+    }
+
+    /// The error an acquisition of `key` ends with: a node's refusal to grant for a while
+    /// (`TRYAGAIN rlock: ...`, retried within the wait first) is [`Error::HeldBack`].
+    pub(crate) fn held_back_at(self, key: &str) -> Error {
+        match self {
+            Error::Redis(err)
+                if err.code() == Some("TRYAGAIN")
+                    && err.detail().is_some_and(|d| d.starts_with("rlock: ")) =>
+            {
+                Error::HeldBack {
+                    key: key.to_owned(),
+                    detail: format!("TRYAGAIN {}", err.detail().unwrap_or_default()),
+                }
+            }
+            other => other,
         }
     }
 
