@@ -45,7 +45,9 @@ const REFUSED: &str = "the blocking API cannot block a thread that runs async ta
 ///
 /// Tokio keeps that state private; its task budget tells the same: a runtime sets a budget
 /// while it polls a task or a `block_on` future, and lifts it for blocking sections. The
-/// budget is spent until it runs out (a constrained one is at most 128), then restored.
+/// budget is spent until it runs out (a constrained one is at most 128), then restored. A
+/// future wrapped in `tokio::task::unconstrained` has no budget: there tokio's own check
+/// panics instead of this error.
 pub(crate) fn runs_async_tasks() -> bool {
     use std::task::{Context, Poll, Waker};
     use tokio::task::coop::{has_budget_remaining, poll_proceed};
