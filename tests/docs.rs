@@ -6,7 +6,10 @@
 //!   replies compared (see `tests/docs/transcript.rs` for how a session is written, and
 //!   `tests/docs/pattern.rs` for the marks of values that vary: tokens, `~` numbers).
 //! - Every Rust sample is an excerpt of an example of the client crate
-//!   (`client/examples/*.rs`), which `cargo test` and `cargo clippy` compile.
+//!   (`client/examples/*.rs`), which `cargo test` and `cargo clippy` compile; the guide's
+//!   (`guide.rs`) also runs against a server in `client/tests/guide.rs`, asserting the
+//!   outcomes its comments state.
+//! - The client crate's pages say where the module comes from.
 //! - The README stays short.
 
 #[path = "docs/markdown.rs"]
@@ -141,6 +144,23 @@ fn every_rust_sample_is_an_excerpt_of_a_compiled_example() {
                 let where_ = format!("{}:{}", shown(&page), block.line);
                 problems.push(format!("{where_}: not an excerpt of client/examples/*.rs"));
             }
+        }
+    }
+    report(problems);
+}
+
+#[test]
+fn the_client_crate_says_where_the_module_comes_from() {
+    let mut problems = Vec::new();
+    for page in ["client/README.md", "client/src/lib.rs"] {
+        let text = read(&root().join(page));
+        for needed in ["make dist", "make install", "loadmodule"] {
+            if !text.contains(needed) {
+                problems.push(format!("{page}: does not say `{needed}`"));
+            }
+        }
+        if text.contains("target/release/librlock.so") {
+            problems.push(format!("{page}: names a path in a checkout"));
         }
     }
     report(problems);

@@ -3,36 +3,31 @@
 
 use std::process::ExitCode;
 
-use rlock_client::{Client, LockInfo, RwLockInfo, RwMode, SemaphoreInfo};
+use rlock_client::{Client, Error, LockInfo, RwLockInfo, RwMode, SemaphoreInfo};
 
 use crate::check::Family;
-use crate::failure::{At, Failure};
+use crate::failure::Failure;
+use crate::kinds::{explain, family_of, is_wrong_type, Asked};
 
 /// `rlock info KEY [--shared|--permits]`: 0 when held on some server (and who holds it), 1
-/// when free (a semaphore: when it does not exist).
-pub async fn info(clients: &[Client], key: &str, family: Family) -> Result<ExitCode, Failure> {
+/// when free (a semaphore: when it does not exist). Without a flag, a key that is a
+/// read-write lock or a semaphore is shown as what it is.
+pub async fn info(clients: &[Client], key: &str, asked: Asked) -> Result<ExitCode, Failure> {
     let mut held = false;
     for client in clients {
         if clients.len() > 1 {
             println!("server: {}", client.server());
         }
-        let shown = match family {
-            Family::Lock => client
-                .info(key)
-                .await
-                .map(|i| i.map(|i| print_info(key, &i))),
-            Family::Rw => client
-                .rw_lock(key)
-                .info()
-                .await
-                .map(|i| i.map(|i| print_rw(key, &i))),
-            Family::Sem => client
-                .semaphore(key)
-                .info()
-                .await
-                .map(|i| i.map(|i| print_sem(key, &i))),
+        let shown = match show(client, key, asked.family).await {
+            Err(e) if asked.flag.is_none() && is_wrong_type(&e) => {
+                match family_of(client, key).await {
+                    Some(found) => show(client, key, found).await,
+                    None => Err(e),
+                }
+            }
+            shown => shown,
         };
-        match shown.at(client.server())? {
+        match explain(shown, client, key, asked).await? {
             Some(()) => held = true,
             None => println!("{key}: free"),
         }
@@ -44,23 +39,36 @@ pub async fn info(clients: &[Client], key: &str, family: Family) -> Result<ExitC
     })
 }
 
+/// Prints `key` as a `family` (`None`: free, or no such object).
+async fn show(client: &Client, key: &str, family: Family) -> Result<Option<()>, Error> {
+    Ok(match family {
+        Family::Lock => client.info(key).await?.map(|i| print_info(key, &i)),
+        Family::Rw => client.rw_lock(key).info().await?.map(|i| print_rw(key, &i)),
+        Family::Sem => client
+            .semaphore(key)
+            .info()
+            .await?
+            .map(|i| print_sem(key, &i)),
+    })
+}
+
 /// `rlock release KEY --force`: removes the lock on every server.
 pub async fn force_release(
     clients: &[Client],
     key: &str,
-    (force, family): (bool, Family),
+    (force, asked): (bool, Asked),
 ) -> Result<ExitCode, Failure> {
     if !force {
         eprintln!("rlock: release takes the lock from its holder: add --force");
         return Ok(ExitCode::from(2));
     }
     for client in clients {
-        let removed = match family {
+        let removed = match asked.family {
             Family::Lock => client.force_release(key).await,
             Family::Rw => client.rw_lock(key).force_release().await,
             Family::Sem => client.semaphore(key).force_release().await,
         };
-        let removed = removed.at(client.server())?;
+        let removed = explain(removed, client, key, asked).await?;
         let state = if removed { "released" } else { "was free" };
         match clients.len() {
             1 => println!("{key}: {state}"),

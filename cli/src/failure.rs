@@ -19,6 +19,8 @@ const PROBE_WITHIN: Duration = Duration::from_millis(500);
 pub struct Failure {
     error: Error,
     server: Option<String>,
+    /// What to say instead of the error's text, when `rlock` knows better.
+    told: Option<String>,
 }
 
 impl From<Error> for Failure {
@@ -26,6 +28,7 @@ impl From<Error> for Failure {
         Failure {
             error,
             server: None,
+            told: None,
         }
     }
 }
@@ -40,16 +43,27 @@ impl<T> At<T> for Result<T, Error> {
         self.map_err(|error| Failure {
             error,
             server: Some(server.to_owned()),
+            told: None,
         })
     }
 }
 
 impl Failure {
+    /// The same failure, told as `text` (after the server's name) instead of its error.
+    pub fn told(self, text: String) -> Failure {
+        Failure {
+            told: Some(text),
+            ..self
+        }
+    }
+
     /// The text to print after `rlock: `; `within` bounds a look at the server.
     pub async fn describe(&self, within: Duration) -> String {
-        match &self.server {
-            Some(server) => describe(&self.error, server, within).await,
-            None => self.error.to_string(),
+        match (&self.server, &self.told) {
+            (Some(server), Some(told)) => format!("server {server}: {told}"),
+            (None, Some(told)) => told.clone(),
+            (Some(server), None) => describe(&self.error, server, within).await,
+            (None, None) => self.error.to_string(),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `rlock`: a distributed `flock` on Redis with the rlock module.
 //!
 //! ```text
-//! rlock run KEY [--shared | --permits N] [--wait D] [--lease D [--renew]] [--kill-grace D]
-//!           [--kill-leftovers] [--check D] -- CMD ARGS...   run CMD while holding KEY
+//! rlock run KEY [--shared | --exclusive | --permits N] [--wait D] [--lease D [--renew]]
+//!           [--kill-grace D] [--kill-leftovers] [--check D] -- CMD ARGS...   run CMD holding KEY
 //! rlock info KEY [--shared | --permits]   show who holds KEY (exit 1: free, 2: error)
 //! rlock release KEY --force [--shared | --permits]   remove KEY's lock, whoever holds it
 //! ```
@@ -34,6 +34,7 @@ mod duration;
 mod failure;
 mod group;
 mod held;
+mod kinds;
 mod plan;
 mod run;
 mod signals;
@@ -48,6 +49,7 @@ use rlock_client::{Client, ClientOptions};
 use check::Family;
 use duration::parse_positive;
 use failure::{At, Failure};
+use kinds::Asked;
 use run::RunCmd;
 
 /// `info` could not tell (as `grep`: 0 found, 1 not found, 2 error).
@@ -82,10 +84,11 @@ struct Cli {
 enum Cmd {
     /// Run a command while holding a lock (a distributed `flock`).
     ///
-    /// With --shared, the run takes a read hold of the read-write lock KEY instead: shared
-    /// with other --shared runs, excluded by a write hold (a different object from the
-    /// plain lock KEY of a run without --shared). With --permits N, it takes one of the N
-    /// permits of the semaphore KEY: at most N such runs at once.
+    /// With --shared (-s), the run takes a read hold of the read-write lock KEY instead:
+    /// shared with other --shared runs, excluded by a write hold, which --exclusive (-x)
+    /// takes (a different object from the plain lock KEY of a run without these flags). With
+    /// --permits N, it takes one of the N permits of the semaphore KEY: at most N such runs
+    /// at once.
     ///
     /// The command gets RLOCK_KEY, RLOCK_OWNER and RLOCK_TOKEN (the fencing token) in its
     /// environment, and runs in a process group of its own; the lock is released once every
@@ -106,13 +109,14 @@ enum Cmd {
     /// lease); 1 on other errors (a server that cannot be reached, fewer than a majority of
     /// several --url servers reachable included).
     Run(RunCmd),
-    /// Show who holds a lock; exits 1 when it is free, 2 on errors.
+    /// Show who holds a lock; exits 1 when it is free, 2 on errors. Without a flag, KEY may
+    /// be a plain lock, a read-write lock or a semaphore: it is shown as what it is.
     Info {
         /// The lock's key.
         key: String,
-        /// KEY is a read-write lock (as `run --shared` takes): show its mode and holders
-        /// (RWLOCK.INFO).
-        #[arg(long)]
+        /// KEY is a read-write lock (as `run --shared` and `run -x` take): show its mode and
+        /// holders (RWLOCK.INFO).
+        #[arg(long, short = 's')]
         shared: bool,
         /// KEY is a semaphore (as `run --permits` takes): show its total, the permits
         /// available and its holders (SEM.INFO); exits 1 when it does not exist.
@@ -126,9 +130,9 @@ enum Cmd {
         /// Required: this takes the lock away from its holder.
         #[arg(long)]
         force: bool,
-        /// KEY is a read-write lock (as `run --shared` takes): remove it, whoever holds it
-        /// (RWLOCK.FORCERELEASE).
-        #[arg(long)]
+        /// KEY is a read-write lock (as `run --shared` and `run -x` take): remove it,
+        /// whoever holds it (RWLOCK.FORCERELEASE).
+        #[arg(long, short = 's')]
         shared: bool,
         /// KEY is a semaphore: end every holding of it, whoever holds it; its total stays
         /// (SEM.FORCERELEASE).
@@ -182,11 +186,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 /// What KEY is, by the flags `--shared` and `--permits` of `info` and `release`.
-fn family(shared: bool, permits: bool) -> Family {
-    match (shared, permits) {
-        (true, _) => Family::Rw,
-        (false, true) => Family::Sem,
-        (false, false) => Family::Lock,
+fn family(shared: bool, permits: bool) -> Asked {
+    let (family, flag) = match (shared, permits) {
+        (true, _) => (Family::Rw, Some("--shared")),
+        (false, true) => (Family::Sem, Some("--permits")),
+        (false, false) => (Family::Lock, None),
+    };
+    Asked {
+        family,
+        flag,
+        run: false,
     }
 }
 

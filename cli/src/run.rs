@@ -5,12 +5,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use rlock_client::{Client, ClientOptions, Error, Lock, LockOptions, RedLock};
+use rlock_client::{Client, ClientOptions, Error, Lock, LockOptions, RedLock, RwMode};
 
 use crate::check::{Check, Family};
 use crate::duration::{parse_duration, parse_positive};
-use crate::failure::{At, Failure};
+use crate::failure::Failure;
 use crate::held::Held;
+use crate::kinds::{explain, Asked};
 use crate::plan::Plan;
 use crate::supervise::supervise;
 
@@ -56,13 +57,18 @@ pub struct RunCmd {
     /// WRITE) waits for them, and they wait for it. KEY is then a read-write lock, not the
     /// plain lock a run without --shared takes (the server refuses one on the other's key).
     /// One server only (no RedLock).
-    #[arg(long)]
+    #[arg(long, short = 's')]
     shared: bool,
+    /// Take a write hold of the read-write lock KEY, the writer side of --shared: alone,
+    /// while --shared runs (and other -x runs) wait for it, and it for them, served in the
+    /// order they came. One server only (no RedLock).
+    #[arg(long, short = 'x', conflicts_with = "shared")]
+    exclusive: bool,
     /// Take one of N permits of the semaphore KEY instead of the exclusive lock: at most N
     /// runs hold one at once, served in the order they came. A semaphore that does not
     /// exist yet is created with N permits (SEM.PERMITS); one that exists keeps its total,
     /// even if it is not N (rlock says so on stderr). One server only (no RedLock).
-    #[arg(long, value_name = "N", conflicts_with = "shared",
+    #[arg(long, value_name = "N", conflicts_with_all = ["shared", "exclusive"],
           value_parser = clap::value_parser!(u32).range(1..))]
     permits: Option<u32>,
     /// The command and its arguments, after `--`.
@@ -73,6 +79,7 @@ pub struct RunCmd {
 /// How `run` holds the lock and runs the command.
 struct RunArgs {
     shared: bool,
+    exclusive: bool,
     permits: Option<u32>,
     wait: Option<Duration>,
     options: LockOptions,
@@ -91,12 +98,15 @@ impl RunCmd {
         else {
             return Ok(ExitCode::from(EXIT_USAGE));
         };
-        if (self.shared || self.permits.is_some()) && urls.len() > 1 {
-            eprintln!("rlock: --shared and --permits hold on one server: give one --url");
+        if (self.shared || self.exclusive || self.permits.is_some()) && urls.len() > 1 {
+            eprintln!(
+                "rlock: --shared, --exclusive and --permits hold on one server: give one --url"
+            );
             return Ok(ExitCode::from(EXIT_USAGE));
         }
         let args = RunArgs {
             shared: self.shared,
+            exclusive: self.exclusive,
             permits: self.permits,
             wait: self.wait,
             options,
@@ -107,10 +117,28 @@ impl RunCmd {
         let clients = crate::open(urls, client).await?;
         // By the servers named, not those reached: two of three down is no single server.
         match (urls.len(), clients.as_slice()) {
-            (1, [client]) => run_locked(client, key, &args, command)
-                .await
-                .at(client.server()),
+            (1, [client]) => {
+                let ran = run_locked(client, key, &args, command).await;
+                explain(ran, client, key, args.asked()).await
+            }
             (servers, _) => Ok(run_redlocked(servers, clients, key, &args, command).await?),
+        }
+    }
+}
+
+impl RunArgs {
+    /// What the run asks for, by its flags.
+    fn asked(&self) -> Asked {
+        let (family, flag) = match (self.shared, self.exclusive, self.permits) {
+            (true, _, _) => (Family::Rw, Some("--shared")),
+            (_, true, _) => (Family::Rw, Some("--exclusive")),
+            (_, _, Some(_)) => (Family::Sem, Some("--permits")),
+            _ => (Family::Lock, None),
+        };
+        Asked {
+            family,
+            flag,
+            run: true,
         }
     }
 }
@@ -122,10 +150,11 @@ async fn run_locked(
     command: &[String],
 ) -> Result<ExitCode, Error> {
     let check = Check::new(vec![client.clone()], 1, args.check);
-    let (lock, check) = match (args.shared, args.permits) {
-        (true, _) => (client.rw_lock(key).read(), check.of(Family::Rw)),
-        (false, Some(total)) => (one_permit(client, key, total).await?, check.of(Family::Sem)),
-        (false, None) => (client.lock(key), check),
+    let (lock, check) = match (args.shared, args.exclusive, args.permits) {
+        (true, _, _) => (client.rw_lock(key).read(), check.of(Family::Rw)),
+        (_, true, _) => (client.rw_lock(key).write(), check.of(Family::Rw)),
+        (_, _, Some(total)) => (one_permit(client, key, total).await?, check.of(Family::Sem)),
+        _ => (client.lock(key), check),
     };
     let lock = lock.options(args.options);
     let held = match lock.try_acquire(Duration::ZERO).await? {
@@ -224,6 +253,22 @@ async fn announce_wait(client: &Client, key: &str, args: &RunArgs) {
                 info.available, info.permits, info.waiters
             ),
             _ => eprintln!("rlock: waiting for a permit of '{key}' ({limit})"),
+        };
+    }
+    if args.exclusive {
+        return match client.rw_lock(key).info().await {
+            Ok(Some(info)) if !info.holders.is_empty() => {
+                let mode = match info.mode {
+                    RwMode::Read => "reading",
+                    RwMode::Write => "writing",
+                };
+                let owners: Vec<&str> = info.holders.iter().map(|h| h.owner.as_str()).collect();
+                eprintln!(
+                    "rlock: waiting for a write hold of '{key}' ({limit}): held for {mode} by {}",
+                    owners.join(", ")
+                );
+            }
+            _ => eprintln!("rlock: waiting for a write hold of '{key}' ({limit})"),
         };
     }
     if args.shared {

@@ -1,15 +1,17 @@
 //! The samples of `docs/client.md`, whole: the docs quote these lines verbatim, and
 //! `tests/docs.rs` checks that every Rust sample there is an excerpt of an example, so the
-//! samples compile with the crate (the README's is `quickstart.rs`).
+//! samples compile with the crate (the README's is `quickstart.rs`); `client/tests/guide.rs`
+//! runs them against a server, and their asserts check the outcomes the docs state.
 //!
 //! ```text
 //! redis-server --port 6379 --loadmodule target/release/librlock.so &
-//! cargo run -p rlock-client --example guide
+//! cargo run -p rlock-client --example guide -- redis://127.0.0.1:6379/
 //! ```
 
 use std::time::Duration;
 
-use rlock_client::{Client, ClientOptions, Error};
+use rlock_client::{Client, ClientOptions, Error, LockOptions};
+use tracing_subscriber::fmt::format::FmtSpan;
 
 /// The resource the lock protects: it is handed the fencing token of every write.
 async fn write_order(token: u64) -> Result<(), Error> {
@@ -22,11 +24,11 @@ async fn work() {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
-async fn guide() -> Result<(), Error> {
+async fn guide(url: &str) -> Result<(), Error> {
     let options = ClientOptions::new() // every wait of the client is bounded
         .response_timeout(Duration::from_secs(1)) // a reply (default 2 s)
         .margin(Duration::from_millis(50)); // lease not counted on (default 20 ms + 1%)
-    let client = Client::open_with("redis://127.0.0.1:6379/", options).await?;
+    let client = Client::open_with(url, options).await?; // "redis://127.0.0.1:6379/"
 
     // Runs the work while holding the lock; drops (cancels) it if the lock is lost.
     let written = client
@@ -48,6 +50,9 @@ async fn guide() -> Result<(), Error> {
     );
     task.await.ok();
     guard.release().await?; // Err(Lost) if it was lost
+                            // A lock is a future too: awaiting it acquires, as acquire() does (rw.read().await).
+    let report = client.lock("lock:report").await?;
+    report.release().await?;
 
     // Fenced writes: data in the lock's slot (one hash tag), run only while the holding is current.
     let order = client.lock("lock:{order:42}").acquire().await?;
@@ -85,20 +90,18 @@ async fn read_write(client: &Client) -> Result<(), Error> {
     let reading = config.read().acquire().await?; // shared: other owners read at once
     let other = client.owner().rw_lock("lock:config");
     let also = other.read().try_acquire(Duration::ZERO).await?; // Some: readers share
-    let writer = other.write().try_acquire(Duration::ZERO).await; // Ok(None): readers hold
-    drop((also, writer));
-    match config.write().try_acquire(Duration::ZERO).await {
-        Err(Error::Upgrade { .. }) => {} // a reader never upgrades: release, then write
-        other => println!("unexpected: {other:?}"),
-    }
+    let writer = client.owner().rw_lock("lock:config");
+    assert!(writer.write().try_acquire(Duration::ZERO).await?.is_none()); // readers hold
+    let upgrade = other.write().try_acquire(Duration::ZERO).await; // it reads: Err(Upgrade)
+    assert!(matches!(upgrade, Err(Error::Upgrade { .. }))); // release, then write
+    also.expect("a read hold").release().await?;
     reading.release().await?;
     let writing = config.write().acquire().await?; // alone; readers and writers wait
     let mut hset = redis::cmd("HSET");
     hset.arg("config").arg("mode").arg("fast");
     let _: i64 = writing.fenced(&hset).await?; // LOCK.FENCED: the writer's
-    let downgraded = config.read().acquire().await?; // the writer reads too (same token)
-    writing.release().await?; // now only reading: readers join, writers still wait
-    downgraded.release().await?;
+    let reading = writing.downgrade().await?; // a read hold, same token: readers join
+    assert_eq!(reading.release().await?, 0); // writers waited until now
     Ok(())
 }
 
@@ -123,6 +126,7 @@ async fn semaphore(client: &Client) -> Result<(), Error> {
     let more = pool.acquire(1).await?; // the same task adds one: the same token
     let other = client.owner().semaphore("sem:gpus");
     assert!(other.try_acquire(1, Duration::ZERO).await?.is_none()); // none left
+    assert_eq!(pool.available_permits().await?, 0); // a snapshot (SEM.INFO): all held
     assert_eq!(more.release().await?, 3); // gives back its own permit: 3 still held
     let ran = other
         .with_permits(1, |held| async move { held.token() })
@@ -134,19 +138,49 @@ async fn semaphore(client: &Client) -> Result<(), Error> {
     Ok(())
 }
 
+async fn errors(client: &Client) -> Result<(), Error> {
+    let held = client.owner().lock("lock:busy").acquire().await?; // busy meanwhile
+    let wait = LockOptions::new().wait(Duration::from_millis(100));
+    let tried = client.lock("lock:busy").options(wait).acquire().await;
+    assert!(matches!(tried, Err(Error::Timeout { .. }))); // the lock stayed busy
+    match tried {
+        Ok(guard) => drop(guard.release().await?),
+        Err(e) if e.is_retryable() => println!("try again later: {e}"), // a passing trouble
+        Err(e) => return Err(e), // a refusal that stays one: NotHeld, Upgrade, WrongType...
+    }
+    held.release().await?;
+    Ok(())
+}
+
+async fn traced(client: &Client) -> Result<(), Error> {
+    // Each acquisition is a span "acquire" (INFO): key, owner, kind, then token and waited_ms.
+    let spans = tracing_subscriber::fmt().with_span_events(FmtSpan::CLOSE);
+    spans.try_init().ok(); // acquire{key="lock:traced" owner=.. kind=Lock token=.. waited_ms=0}
+    client.lock("lock:traced").await?.release().await?;
+    Ok(())
+}
+
 async fn sentinel() -> Result<(), Error> {
     let client = Client::open("redis+sentinel://10.0.0.1,10.0.0.2,10.0.0.3/mymaster").await?;
     client.close().await
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    guide().await?;
-    let client = Client::open("redis://127.0.0.1:6379/").await?;
+/// Every sample but Sentinel's, against the server at `url`.
+pub async fn run(url: &str) -> Result<(), Error> {
+    guide(url).await?;
+    let client = Client::open(url).await?;
     read_write(&client).await?;
     latch(&client).await?;
     semaphore(&client).await?;
-    client.close().await?;
+    errors(&client).await?;
+    traced(&client).await?;
+    client.close().await
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let url = std::env::args().nth(1).filter(|arg| arg != "--sentinel");
+    run(url.as_deref().unwrap_or("redis://127.0.0.1:6379/")).await?;
     if std::env::args().any(|arg| arg == "--sentinel") {
         sentinel().await?;
     }

@@ -1,11 +1,12 @@
-//! A blocking (synchronous) API for applications without an async runtime. Reentrant per
-//! thread, as Redisson's `RLock`: a thread that acquires a lock it already holds gets another
-//! hold on it, and must release as many times.
+//! A blocking (synchronous) API for sync code. Reentrant per thread, as Redisson's `RLock`:
+//! a thread that acquires a lock it already holds gets another hold, and releases as often.
 //!
 //! The [`BlockingClient`] runs a small tokio runtime of its own for the watchdog and the
-//! connections. Use it from plain threads, not from inside an async runtime: there its
-//! calls fail with [`Error::InvalidArgument`] (and a guard dropped there is released in the
-//! background).
+//! connections. Use it from plain threads or `tokio::task::spawn_blocking` (and
+//! `block_in_place`), the home of sync code in an async service. In an async task or a
+//! future run by `block_on` (the body of `#[tokio::main]`), where blocking would stall a
+//! runtime and tokio's `Mutex::blocking_lock` panics, its calls fail with
+//! [`Error::InvalidArgument`] (and a guard dropped there is released in the background).
 //!
 //! A thread's owner id is kept while the thread has guards (or asked for its id), and
 //! forgotten when its last guard is released: a thread that holds nothing reenters
@@ -247,6 +248,11 @@ impl BlockingSemaphore {
     /// The semaphore's state (`SEM.INFO`), or `None` if it does not exist.
     pub fn info(&self) -> Result<Option<SemaphoreInfo>> {
         self.run(async |sem| sem.info().await)
+    }
+
+    /// How many permits are free now; see [`Semaphore::available_permits`].
+    pub fn available_permits(&self) -> Result<u64> {
+        self.run(async |sem| sem.available_permits().await)
     }
 
     /// Ends every holding; see [`Semaphore::force_release`].

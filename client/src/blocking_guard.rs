@@ -7,10 +7,10 @@ use std::time::Duration;
 use crate::acquire::guard::Guard;
 use crate::pure::error::{LossReason, Result};
 use crate::pure::holding::LostSignal;
-use crate::pure::per_thread::{Rt, Threads};
+use crate::pure::per_thread::{runs_async_tasks, Rt, Threads};
 
 /// One hold taken through the blocking API. Dropping it releases the hold before `drop`
-/// returns (in the background if dropped inside an async runtime).
+/// returns (in the background if dropped in an async task).
 #[derive(Debug)]
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct BlockingGuard {
@@ -63,7 +63,7 @@ impl BlockingGuard {
     }
 
     /// Blocks until the lock is lost or `timeout` passes; the loss reason, if lost.
-    /// Inside an async runtime it cannot block, and answers `None`.
+    /// In an async task it cannot block, and answers `None`.
     pub fn wait_lost(&self, timeout: Duration) -> Option<LossReason> {
         let lost = async { Ok(tokio::time::timeout(timeout, self.guard.lost()).await.ok()) };
         self.rt.block_on(lost).ok().flatten()
@@ -74,11 +74,12 @@ impl BlockingGuard {
         self.rt.block_on(self.guard.fenced(cmd))
     }
 
-    /// Releases this one hold; see [`Guard::release`]. Inside an async runtime it cannot
-    /// block: it fails with [`Error::InvalidArgument`](crate::Error::InvalidArgument), and the hold is released in the
-    /// background.
+    /// Releases this one hold; see [`Guard::release`]. In an async task (or a `block_on`
+    /// future) it cannot block: it fails with
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument), and the hold is released
+    /// in the background.
     pub fn release(mut self) -> Result<u64> {
-        if tokio::runtime::Handle::try_current().is_ok() {
+        if runs_async_tasks() {
             // Fails without blocking; `drop` releases in the background.
             return self.rt.block_on(async { Ok(0) });
         }
@@ -89,9 +90,9 @@ impl BlockingGuard {
 
 impl Drop for BlockingGuard {
     fn drop(&mut self) {
-        // Inside an async runtime blocking is not allowed: the guard's own drop releases in
-        // the background.
-        if !self.guard.is_released() && tokio::runtime::Handle::try_current().is_err() {
+        // Where blocking would stall a runtime, the guard's own drop releases in the
+        // background.
+        if !self.guard.is_released() && !runs_async_tasks() {
             let release = self.guard.start_release();
             if let Err(err) = self.rt.block_on(release) {
                 tracing::debug!(%err, "release of a dropped blocking guard failed");

@@ -88,6 +88,6 @@ impl Latch {
             cmd.arg(count);
         }
         let reply = self.core.query(&self.key, &cmd).await;
-        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
+        reply.map_err(|e| Error::of_key(e, &self.key))
     }
 }

@@ -53,7 +53,7 @@
 //!
 //! # Example
 //!
-//! With a server running the module (`redis-server --loadmodule target/release/librlock.so`):
+//! With a server running the module (see [The server](#the-server)):
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -100,6 +100,21 @@
 //! the `fencing` example shows a resource refusing a paused former holder's stale token.
 //! The `rlock` tool (package `rlock-cli`) runs a command while holding a lock
 //! (`rlock run KEY -- CMD ARGS...`).
+//!
+//! # The server
+//!
+//! The server needs the rlock Redis module, `librlock.so` (Linux; Redis 7.0 or newer, or
+//! Valkey), loaded on every node. It is not in this crate: it comes from rlock's source (the
+//! `rlock` package, beside this crate), built with Rust 1.89 or newer. `make dist` there
+//! makes a tarball to copy to the servers (`librlock.so`, `redis.conf.example`, the docs,
+//! checksums), and `make install` builds and installs it as
+//! `/usr/local/lib/redis/modules/librlock.so` (`PREFIX=...` to move it). Then:
+//!
+//! ```text
+//! redis-server --loadmodule /usr/local/lib/redis/modules/librlock.so
+//! ```
+//!
+//! or that `loadmodule` line in `redis.conf`.
 //!
 //! # Redis Cluster
 //!

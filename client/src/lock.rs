@@ -47,6 +47,51 @@ impl fmt::Debug for Lock {
     }
 }
 
+/// Awaiting a lock acquires it, as [`Lock::acquire`]: `client.lock(key).await`,
+/// `rw.read().await`, `pool.permits(2).await`. The owner is the awaiting task's (or the
+/// [`Owner`](crate::Owner)'s), as for `acquire`, and dropping the future leaks no hold.
+impl std::future::IntoFuture for Lock {
+    type Output = Result<Guard>;
+    type IntoFuture = std::pin::Pin<Box<dyn Future<Output = Result<Guard>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.acquire().await })
+    }
+}
+
+impl Guard {
+    /// Turns this write hold of a read-write lock into a read hold of the same holding (the
+    /// same owner and token, still renewed): it takes a read hold, which the writer always
+    /// gets at once, then releases this write hold, so queued readers come in while writers
+    /// still wait. The owner keeps writing if it has other write holds.
+    ///
+    /// A guard that is not a write hold is released, and the call fails with
+    /// [`Error::InvalidArgument`]; an error releasing the write hold ([`Error::Lost`]) is
+    /// returned, and the read hold is then released too.
+    pub async fn downgrade(self) -> Result<Guard> {
+        let (core, kind, options) = self.parts();
+        if kind != Kind::Write {
+            drop(self.release().await);
+            return Err(Error::InvalidArgument {
+                detail: "only a write guard of a read-write lock downgrades".into(),
+            });
+        }
+        let (what, owner) = ((Kind::Read, self.key()), self.owner().to_owned());
+        let read = cancel_safe::acquire(core, what, owner, options, Some(Duration::ZERO));
+        let Some(reading) = read.await? else {
+            // Refused at once: this owner does not hold the write hold any more.
+            let key = self.key().to_owned();
+            self.release().await?;
+            return Err(Error::Lost {
+                key,
+                reason: crate::pure::error::LossReason::NotHeld,
+            });
+        };
+        self.release().await?;
+        Ok(reading)
+    }
+}
+
 impl Lock {
     pub(crate) fn new(
         core: Arc<Core>,
@@ -192,6 +237,7 @@ impl Lock {
             None => crate::pure::per_thread::caller_owner(self.core.id()),
         };
         let what = (self.kind, self.key.as_str());
-        cancel_safe::acquire(&self.core, what, owner, self.options, limit).await
+        let acquired = cancel_safe::acquire(&self.core, what, owner, self.options, limit).await;
+        acquired.map_err(|e| e.held_back_at(&self.key))
     }
 }

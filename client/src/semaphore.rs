@@ -121,12 +121,18 @@ impl Semaphore {
         let mut cmd = Kind::Sem(0).family("PERMITS");
         cmd.arg(self.name()).arg(total);
         let reply = self.core.query(self.name(), &cmd).await;
-        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
+        reply.map_err(|e| Error::of_key(e, self.name()))
     }
 
     /// The semaphore's state on the server (`SEM.INFO`), or `None` if it does not exist.
     pub async fn info(&self) -> Result<Option<SemaphoreInfo>> {
         self.core.sem_info(self.name()).await
+    }
+
+    /// How many permits are free now (`SEM.INFO`'s `available`): the total less the permits
+    /// held; 0 if the semaphore does not exist. A snapshot: to take permits, acquire them.
+    pub async fn available_permits(&self) -> Result<u64> {
+        Ok(self.info().await?.map_or(0, |info| info.available))
     }
 
     /// Ends every holding of the semaphore whoever holds it (`SEM.FORCERELEASE`, an admin

@@ -183,7 +183,7 @@ async fn server_errors_come_back_with_their_code() {
     server.cmd::<()>(&["SET", "plain", "x"]);
     let err = client.lock("plain").acquire().await.unwrap_err();
     assert!(
-        matches!(&err, Error::Redis(e) if e.code() == Some("WRONGTYPE")),
+        matches!(&err, Error::WrongType { key, detail } if key == "plain" && detail.starts_with("WRONGTYPE")),
         "{err:?}"
     );
     let zero = LockOptions::new().lease(Duration::ZERO);

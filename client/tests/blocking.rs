@@ -1,5 +1,5 @@
-//! The blocking API: no panic inside an async runtime, and no owner id kept for threads that
-//! hold nothing.
+//! The blocking API: it blocks in plain threads and `spawn_blocking`, refuses (without
+//! panicking) a thread that runs async tasks, and keeps no owner id for threads that hold nothing.
 
 mod support;
 
@@ -62,4 +62,114 @@ fn threads_that_hold_nothing_keep_no_owner_id() {
     );
     drop(busy);
     assert_eq!(client.owners(), 0);
+}
+
+/// The blocking API inside `spawn_blocking`, the usual home of sync code in an async
+/// service: it blocks there as tokio's own `Mutex::blocking_lock` does.
+fn acquires_and_excludes_inside_spawn_blocking(rt: tokio::runtime::Runtime) {
+    let server = Server::start();
+    let client = BlockingClient::open(server.url()).unwrap();
+    let inside = client.clone();
+    let (held, hold_on) = rt.block_on(async move {
+        tokio::task::spawn_blocking(move || {
+            let guard = inside.lock("pool").acquire().unwrap();
+            let other = inside.clone();
+            let tried = std::thread::spawn(move || {
+                let got = other.lock("pool").try_acquire(Duration::ZERO).unwrap();
+                got.is_none()
+            });
+            let excluded = tried.join().unwrap();
+            (excluded, guard.release())
+        })
+        .await
+        .unwrap()
+    });
+    assert!(
+        held,
+        "another thread got the lock held inside spawn_blocking"
+    );
+    assert_eq!(hold_on.unwrap(), 0);
+    assert!(
+        server.info("pool").is_none(),
+        "released before release() returned"
+    );
+    let dropped = client.clone();
+    rt.block_on(async move {
+        tokio::task::spawn_blocking(move || drop(dropped.lock("pool").acquire().unwrap()))
+            .await
+            .unwrap()
+    });
+    assert!(
+        server.info("pool").is_none(),
+        "released before drop returned"
+    );
+}
+
+#[test]
+fn blocks_inside_spawn_blocking_of_a_multi_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    acquires_and_excludes_inside_spawn_blocking(rt);
+}
+
+#[test]
+fn blocks_inside_spawn_blocking_of_a_current_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    acquires_and_excludes_inside_spawn_blocking(rt);
+}
+
+#[test]
+fn blocks_inside_block_in_place_and_under_an_entered_handle() {
+    let server = Server::start();
+    let client = BlockingClient::open(server.url()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let inside = client.clone();
+    let token = rt.block_on(async move {
+        tokio::spawn(async move {
+            tokio::task::block_in_place(|| inside.lock("place").acquire().map(|g| g.token()))
+        })
+        .await
+        .unwrap()
+    });
+    assert!(token.unwrap() > 0);
+    let _entered = rt.enter();
+    assert!(client.lock("place").acquire().unwrap().token() > 0);
+}
+
+#[test]
+fn a_runtime_worker_is_refused_with_where_to_call_it_from() {
+    let server = Server::start();
+    let client = BlockingClient::open(server.url()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let inside = client.clone();
+    let in_task = rt.block_on(async move {
+        tokio::spawn(async move { inside.lock("w").acquire().map(drop) })
+            .await
+            .unwrap()
+    });
+    let in_body = rt.block_on(async { client.lock("w").acquire().map(drop) });
+    for refused in [in_task, in_body] {
+        let Err(Error::InvalidArgument { detail }) = refused else {
+            panic!("{refused:?}");
+        };
+        assert!(
+            detail.contains("async task") && detail.contains("spawn_blocking"),
+            "{detail}"
+        );
+    }
+    assert!(server.info("w").is_none());
 }

@@ -20,7 +20,7 @@ const LAYERS: Layers = &[
             &["error", "kind", "reply"],
             &[
                 "options", "config", "slots", "info", "rw_info", "sem_info", "commands", "holding",
-                "quorum", "pair",
+                "quorum", "pair", "refusal",
             ],
             &["turns", "per_thread"],
         ],

@@ -254,7 +254,7 @@ async fn a_read_write_lock_and_a_plain_lock_do_not_share_a_key() {
     let read = client.rw_lock("family").read().acquire().await.unwrap();
     let plain = client.owner().lock("family").try_acquire(NOW).await;
     assert!(
-        matches!(&plain, Err(Error::Redis(e)) if e.code() == Some("WRONGTYPE")),
+        matches!(&plain, Err(Error::WrongType { detail, .. }) if detail == "WRONGTYPE key is not a lock"),
         "{plain:?}"
     );
     read.release().await.unwrap();
@@ -266,7 +266,7 @@ async fn a_read_write_lock_and_a_plain_lock_do_not_share_a_key() {
         .try_acquire(NOW)
         .await;
     assert!(
-        matches!(&rw, Err(Error::Redis(e)) if e.code() == Some("WRONGTYPE")),
+        matches!(&rw, Err(Error::WrongType { detail, .. }) if detail == "WRONGTYPE key is not a read-write lock"),
         "{rw:?}"
     );
     plain.release().await.unwrap();

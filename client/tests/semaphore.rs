@@ -244,6 +244,17 @@ async fn asking_for_more_than_the_total_or_none_fails_at_once() {
     sem.set_permits(3).await.unwrap();
     let err = timeout(LIMIT, sem.acquire(4)).await.unwrap().unwrap_err();
     assert!(err.to_string().contains("asks for 4 permits"), "{err}");
+    assert!(
+        matches!(
+            err,
+            rlock_client::Error::TooManyPermits {
+                asked: 4,
+                total: 3,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let err = timeout(LIMIT, sem.acquire(0)).await.unwrap().unwrap_err();
     assert!(err.to_string().contains("permits must be"), "{err}");
     let info = sem.info().await.unwrap().unwrap();

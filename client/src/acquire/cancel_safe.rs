@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
+use tracing::Instrument;
 
 use crate::acquire::detach::Detached;
 use crate::acquire::guard::Guard;
@@ -47,6 +48,15 @@ pub(crate) async fn acquire(
     options: LockOptions,
     limit: Option<Duration>,
 ) -> Outcome {
+    let span = tracing::info_span!(
+        "acquire",
+        key,
+        owner = owner.as_str(),
+        kind = ?kind,
+        token = tracing::field::Empty,
+        waited_ms = tracing::field::Empty,
+    );
+    let started = Instant::now();
     let (reply, outcome) = oneshot::channel();
     let task = Acquisition {
         core: core.clone(),
@@ -56,10 +66,20 @@ pub(crate) async fn acquire(
         options,
         reply,
     };
-    let running = Detached::new(core, task.run(limit), outcome);
-    running
+    let running = Detached::new(core, task.run(limit).instrument(span.clone()), outcome);
+    let outcome = running
+        .instrument(span.clone())
         .await
-        .ok_or_else(|| Error::internal("the acquisition ended without an answer"))?
+        .ok_or_else(|| Error::internal("the acquisition ended without an answer"))?;
+    // The token granted, 0 for none (busy, or an error), and how long it took.
+    let token = outcome
+        .as_ref()
+        .ok()
+        .and_then(|got| got.as_ref().map(Guard::token));
+    span.record("token", token.unwrap_or(0));
+    let waited = started.elapsed().as_millis();
+    span.record("waited_ms", u64::try_from(waited).unwrap_or(u64::MAX));
+    outcome
 }
 
 type Outcome = Result<Option<Guard>>;

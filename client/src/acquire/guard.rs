@@ -25,6 +25,8 @@ pub struct Guard {
     holding: Arc<Holding>,
     /// What this hold is: of a plain lock, or a read or a write hold.
     kind: Kind,
+    /// The options it was acquired with (a downgrade takes its read hold with them).
+    options: LockOptions,
     watchdog: bool,
     released: bool,
 }
@@ -62,9 +64,15 @@ impl Guard {
             holding: core.register(&grant),
             core: core.clone(),
             kind,
+            options,
             watchdog,
             released: false,
         }
+    }
+
+    /// Its client's core, what it holds, and the options it was acquired with.
+    pub(crate) fn parts(&self) -> (&Arc<Core>, Kind, LockOptions) {
+        (&self.core, self.kind, self.options)
     }
 
     /// The fencing token of the holding: pass it to the resources you protect, and have them

@@ -119,7 +119,7 @@ impl Core {
         let reply = self
             .query_again(name, &commands::info(Kind::Lock, name))
             .await;
-        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        let reply: Value = reply.map_err(|e| Error::of_key(e, name))?;
         Ok(LockInfo::from_reply(reply)?)
     }
 
@@ -128,7 +128,7 @@ impl Core {
         let reply = self
             .query_again(name, &commands::info(Kind::Read, name))
             .await;
-        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        let reply: Value = reply.map_err(|e| Error::of_key(e, name))?;
         Ok(RwLockInfo::from_reply(reply)?)
     }
 
@@ -136,7 +136,7 @@ impl Core {
     pub(crate) async fn sem_info(&self, name: &str) -> Result<Option<SemaphoreInfo>> {
         let cmd = commands::info(Kind::Sem(0), name);
         let reply = self.query_again(name, &cmd).await;
-        let reply: Value = reply.map_err(|e| Error::from(e).module_missing_if_unknown())?;
+        let reply: Value = reply.map_err(|e| Error::of_key(e, name))?;
         Ok(SemaphoreInfo::from_reply(reply)?)
     }
 
@@ -196,6 +196,6 @@ impl Core {
     /// `cmd` on `name`, with an unknown command read as a missing module.
     async fn admin<T: FromRedisValue>(&self, name: &str, cmd: &Cmd) -> Result<T> {
         let reply = self.query(name, cmd).await;
-        reply.map_err(|e| Error::from(e).module_missing_if_unknown())
+        reply.map_err(|e| Error::of_key(e, name))
     }
 }

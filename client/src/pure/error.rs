@@ -62,6 +62,40 @@ pub enum Error {
         /// The owner id that holds read holds.
         owner: String,
     },
+    /// The key holds another kind of object than the command's (a read-write lock asked
+    /// for as a plain lock, a semaphore, a string...): the server refused with `WRONGTYPE`,
+    /// and nothing changed.
+    #[error("'{key}' is not the kind of object asked for ({detail})")]
+    WrongType {
+        /// The key.
+        key: String,
+        /// The server's text, its code included (`WRONGTYPE key is not a lock`).
+        detail: String,
+    },
+    /// An acquisition asked a semaphore for more permits than its total: it could never be
+    /// granted, so the server refused it at once.
+    #[error("semaphore '{key}': {detail}")]
+    TooManyPermits {
+        /// The semaphore's key.
+        key: String,
+        /// The permits asked for.
+        asked: u64,
+        /// The semaphore's total.
+        total: u64,
+        /// The server's text.
+        detail: String,
+    },
+    /// The node refused to grant for a while (`TRYAGAIN rlock: ...`): it stalled and does
+    /// not know its replicas yet, it was promoted less than `rlock.failover-delay` ago, or
+    /// its writes are paused. The server's text says which and for how long; trying again
+    /// later may succeed.
+    #[error("lock '{key}': the node holds grants back ({detail})")]
+    HeldBack {
+        /// The lock's key.
+        key: String,
+        /// The server's text, its code included.
+        detail: String,
+    },
     /// The guard's lock was lost before it was released; see [`LossReason`].
     #[error("lock '{key}' was lost: {reason}")]
     Lost {
@@ -232,32 +266,6 @@ impl Error {
     /// connection error counts as one; at most this many are followed.
     pub const MAX_REDIRECTS: usize = 5;
 
-    /// Maps a server or connection error of a `LOCK.*` command on `key` by `owner`.
-    pub(crate) fn from_command(err: redis::RedisError, key: &str, owner: &str) -> Error {
-        match err.code() {
-            Some("NOTHELD") => {
-                return Error::NotHeld {
-                    key: key.to_owned(),
-                    owner: owner.to_owned(),
-                }
-            }
-            Some("READONLY") => {
-                return Error::ReadOnly {
-                    key: key.to_owned(),
-                    detail: err.detail().unwrap_or_default().to_owned(),
-                }
-            }
-            Some("ERR") if is_upgrade(&err) => {
-                return Error::Upgrade {
-                    key: key.to_owned(),
-                    owner: owner.to_owned(),
-                }
-            }
-            _ => {}
-        }
-        Error::from(err).module_missing_if_unknown()
-    }
-
     /// Turns `ERR unknown command 'LOCK....'` into [`Error::ModuleMissing`].
     pub(crate) fn module_missing_if_unknown(self) -> Error {
         match self {
@@ -274,12 +282,6 @@ impl Error {
             detail: what.to_owned(),
         }
     }
-}
-
-/// `ERR rlock: ... upgrade ...`: the server's refusal of a write hold to a reader.
-fn is_upgrade(err: &redis::RedisError) -> bool {
-    let detail = err.detail().unwrap_or_default();
-    detail.starts_with("rlock: ") && detail.contains("upgrade")
 }
 
 fn is_unknown_lock_command(err: &redis::RedisError) -> bool {

@@ -25,9 +25,43 @@ fn unknown_lock_command_maps_to_module_missing() {
 
 #[test]
 fn other_server_errors_stay_redis_errors() {
-    let err = server_error("WRONGTYPE", "key is not a lock");
+    let err = server_error("BUSYKEY", "target key name already exists");
     let mapped = Error::from_command(err, "k", "o");
-    assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("WRONGTYPE")));
+    assert!(matches!(&mapped, Error::Redis(e) if e.code() == Some("BUSYKEY")));
+}
+
+#[test]
+fn a_key_of_another_kind_is_wrong_type_with_the_server_text() {
+    let mapped = Error::from_command(wire_error("WRONGTYPE key is not a lock"), "k", "o");
+    assert!(
+        matches!(&mapped, Error::WrongType { key, detail } if key == "k" && detail == "WRONGTYPE key is not a lock"),
+        "{mapped:?}"
+    );
+    assert_eq!(
+        mapped.to_string(),
+        "'k' is not the kind of object asked for (WRONGTYPE key is not a lock)"
+    );
+}
+
+#[test]
+fn asking_more_permits_than_the_total_is_too_many_permits() {
+    let text = "ERR rlock: asks for 5 permits; the semaphore has 4";
+    let mapped = Error::from_command(wire_error(text), "pool", "o");
+    let Error::TooManyPermits {
+        key,
+        asked,
+        total,
+        detail,
+    } = &mapped
+    else {
+        panic!("{mapped:?}");
+    };
+    assert_eq!((key.as_str(), *asked, *total), ("pool", 5, 4));
+    assert_eq!(detail, "rlock: asks for 5 permits; the semaphore has 4");
+    assert_eq!(
+        mapped.to_string(),
+        "semaphore 'pool': rlock: asks for 5 permits; the semaphore has 4"
+    );
 }
 
 /// An error reply as the server sends it, parsed as from the wire.
@@ -144,4 +178,89 @@ fn a_refused_upgrade_maps_to_upgrade() {
     let other = wire_error("ERR rlock: something else");
     let other = Error::from_command(other, "k", "o");
     assert!(matches!(other, Error::Redis(_)), "{other:?}");
+}
+
+#[test]
+fn passing_troubles_are_retryable_and_refusals_are_not() {
+    let retryable = [
+        Error::Unresponsive { detail: "d".into() },
+        Error::from(timed_out("a reply")),
+        Error::from(redis::RedisError::from(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused,
+        ))),
+        Error::from(wire_error("LOADING Redis is loading the dataset in memory")),
+        Error::from(wire_error(
+            "TRYAGAIN Multiple keys request during rehashing",
+        )),
+        Error::from(wire_error("CLUSTERDOWN The cluster is down")),
+        Error::ReadOnly {
+            key: "k".into(),
+            detail: "d".into(),
+        },
+        Error::NoQuorum {
+            key: "k".into(),
+            answered: 1,
+            needed: 2,
+        },
+        Error::TooManyRedirects {
+            slot: 1,
+            to: "n:1".into(),
+        },
+        Error::Timeout {
+            key: "k".into(),
+            waited: Duration::ZERO,
+        },
+        Error::NotReplicated {
+            key: "k".into(),
+            wanted: 1,
+            acked: 0,
+        },
+    ];
+    for err in retryable {
+        assert!(err.is_retryable(), "{err:?}");
+    }
+    let final_ = [
+        Error::from_command(server_error("NOTHELD", "n"), "k", "o"),
+        Error::Upgrade {
+            key: "k".into(),
+            owner: "o".into(),
+        },
+        Error::Lost {
+            key: "k".into(),
+            reason: LossReason::NotHeld,
+        },
+        Error::Closed,
+        Error::InvalidArgument { detail: "d".into() },
+        Error::ModuleMissing { detail: "d".into() },
+        Error::internal("d"),
+        Error::from(wire_error("WRONGTYPE key is not a lock")),
+        Error::from_command(wire_error("WRONGTYPE key is not a lock"), "k", "o"),
+        Error::from_command(
+            wire_error("ERR rlock: asks for 5 permits; the semaphore has 4"),
+            "k",
+            "o",
+        ),
+        Error::from(wire_error("NOPERM this user has no permissions")),
+        Error::from(wire_error(
+            "ERR rlock: asks for 5 permits; the semaphore has 4",
+        )),
+    ];
+    for err in final_ {
+        assert!(!err.is_retryable(), "{err:?}");
+    }
+}
+
+#[test]
+fn a_node_holding_grants_back_is_held_back_with_why() {
+    let text = "TRYAGAIN rlock: this node stalled; it grants and renews nothing for 1500 ms, until it knows its replicas again";
+    let mapped = Error::from(wire_error(text)).held_back_at("k");
+    assert!(
+        matches!(&mapped, Error::HeldBack { key, detail } if key == "k" && detail == text),
+        "{mapped:?}"
+    );
+    assert!(mapped.is_retryable());
+    let other = Error::from(wire_error(
+        "TRYAGAIN Multiple keys request during rehashing",
+    ));
+    assert!(matches!(other.held_back_at("k"), Error::Redis(_)));
 }

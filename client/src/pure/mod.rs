@@ -12,6 +12,7 @@ pub(crate) mod options;
 pub(crate) mod pair;
 pub(crate) mod per_thread;
 pub(crate) mod quorum;
+pub(crate) mod refusal;
 pub(crate) mod reply;
 pub(crate) mod rw_info;
 pub(crate) mod sem_info;

@@ -16,14 +16,15 @@ use crate::pure::error::{Error, Result};
 pub(crate) struct Rt(Option<Runtime>);
 
 impl Rt {
-    /// Runs `f` to completion; an error inside an async runtime, where blocking would panic.
+    /// Runs `f` to completion; an error on a thread that is running async tasks, where
+    /// blocking would stall the runtime (and tokio would panic).
     pub(crate) fn block_on<T, F: std::future::Future<Output = Result<T>>>(
         &self,
         f: F,
     ) -> Result<T> {
-        if tokio::runtime::Handle::try_current().is_ok() {
+        if runs_async_tasks() {
             return Err(Error::InvalidArgument {
-                detail: "the blocking API cannot block inside an async runtime; use Client".into(),
+                detail: REFUSED.into(),
             });
         }
         match &self.0 {
@@ -31,6 +32,46 @@ impl Rt {
             None => Err(Error::internal("the blocking client's runtime is gone")),
         }
     }
+}
+
+/// Why a blocking call is refused where it would block a runtime's thread.
+const REFUSED: &str = "the blocking API cannot block a thread that runs async tasks (an async \
+    task, or a future in block_on); call it from tokio::task::spawn_blocking or a plain \
+    thread, or use Client";
+
+/// True while this thread is polling an async task or a `block_on` future: where tokio's
+/// own blocking calls (`Mutex::blocking_lock`) panic. Plain threads, `spawn_blocking`,
+/// `block_in_place` and a thread that only entered a runtime's handle may block.
+///
+/// Tokio keeps that state private; its task budget tells the same: a runtime sets a budget
+/// while it polls a task or a `block_on` future, and lifts it for blocking sections. The
+/// budget is spent until it runs out (a constrained one is at most 128), then restored. A
+/// future wrapped in `tokio::task::unconstrained` has no budget: there tokio's own check
+/// panics instead of this error.
+pub(crate) fn runs_async_tasks() -> bool {
+    use std::task::{Context, Poll, Waker};
+    use tokio::task::coop::{has_budget_remaining, poll_proceed};
+    if tokio::runtime::Handle::try_current().is_err() {
+        return false;
+    }
+    if !has_budget_remaining() {
+        return true;
+    }
+    let mut cx = Context::from_waker(Waker::noop());
+    // Dropped last, it puts back the budget as it was found.
+    let Poll::Ready(_first) = poll_proceed(&mut cx) else {
+        return true;
+    };
+    for _ in 0..1024 {
+        if !has_budget_remaining() {
+            return true;
+        }
+        match poll_proceed(&mut cx) {
+            Poll::Ready(spent) => spent.made_progress(),
+            Poll::Pending => return true,
+        }
+    }
+    false
 }
 
 impl Drop for Rt {
