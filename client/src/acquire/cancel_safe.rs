@@ -86,7 +86,7 @@ impl Acquisition {
         let turn = tokio::select! {
             biased;
             () = self.reply.closed() => return,
-            turn = self.core.take_turn(&self.key, &self.owner, deadline) => turn,
+            turn = settled_turn(&self.core, &self.key, &self.owner, deadline) => turn,
         };
         let outcome = match &turn {
             Some(turn) => self.acquire(deadline, turn).await,
@@ -220,6 +220,28 @@ impl Acquisition {
             }
             // A timeout or a broken connection: `recover.rs` checks for a grant.
             Err(err) => Err(Error::from_command(err, &self.key, &self.owner)),
+        }
+    }
+}
+
+/// The turn of `owner` on `key`, once no release of the owner's is on its way for a
+/// holding of the key that no guard holds: until it is delivered the server still counts
+/// that hold, and an acquisition would reenter it (taking back a hold that is no longer the
+/// owner's, or refused as an upgrade of a read hold nobody holds). The delivery takes the
+/// turn to check the server's count, so this waits without it. `None` once `deadline` passed.
+async fn settled_turn(
+    core: &Core,
+    key: &str,
+    owner: &str,
+    deadline: Option<Instant>,
+) -> Option<Turn> {
+    loop {
+        if !core.settle(key, owner, deadline).await {
+            return None;
+        }
+        let turn = core.take_turn(key, owner, deadline).await?;
+        if !core.leaving(key, owner) {
+            return Some(turn);
         }
     }
 }

@@ -5,6 +5,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use crate::core::shared::Core;
 use crate::hold::registry::{Grant, Holding};
 use crate::hold::watchdog::WatchdogStats;
@@ -67,13 +69,32 @@ impl Core {
         self.watchdog.known(key, owner)
     }
 
+    /// Whether a release of `(key, owner)` is in flight for a holding no guard of this
+    /// client holds (its hold is on its way out: an acquisition must not reenter it).
+    pub(crate) fn leaving(&self, key: &str, owner: &str) -> bool {
+        self.watchdog.leaving(key, owner)
+    }
+
+    /// Waits until no release of `(key, owner)` is in flight for a holding no guard holds
+    /// (see `deliver.rs`), until `deadline`; false if one still was then.
+    pub(crate) async fn settle(&self, key: &str, owner: &str, deadline: Option<Instant>) -> bool {
+        let left = self.watchdog.left(key, owner);
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, left).await.is_ok(),
+            None => {
+                left.await;
+                true
+            }
+        }
+    }
+
     /// The turn of an acquisition of `key` by `owner` (see `turns.rs`), waited for until
     /// `deadline`; `None` if the lock stayed busy.
     pub(crate) async fn take_turn(
         &self,
         key: &str,
         owner: &str,
-        deadline: Option<tokio::time::Instant>,
+        deadline: Option<Instant>,
     ) -> Option<Turn> {
         let grace = self.options.response_timeout_duration();
         self.turns.take(key, owner, deadline, grace).await

@@ -287,6 +287,15 @@ impl Registry {
         held.into_iter().chain(releasing).collect()
     }
 
+    /// Whether a release of `(key, owner)` is in flight for a holding no guard of this
+    /// client holds: the server may still count its hold, which is no longer the owner's.
+    pub(crate) fn leaving(&self, key: &str, owner: &str) -> bool {
+        let held = self.get(key, owner).map(|e| e.current.token);
+        self.releasing
+            .units(key, owner)
+            .any(|(token, _)| Some(token) != held)
+    }
+
     /// How many distinct holdings are recorded.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()

@@ -265,3 +265,23 @@ fn requests_that_crossed_count_the_shorter_lease() {
     let at = t0 + Duration::from_millis(1);
     assert_eq!(outer.deadline(), safe_deadline(at, short, Duration::ZERO));
 }
+
+#[test]
+fn a_release_in_flight_is_leaving_only_once_no_guard_holds_its_holding() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let outer = reg.register(&grant("o", 7, true, t0));
+    let inner = reg.register(&grant("o", 7, true, t0));
+    assert!(reg.unregister(&inner, Kind::Lock, true));
+    assert!(!reg.leaving("k", "o"), "the outer guard still holds it");
+    assert!(reg.unregister(&outer, Kind::Lock, true));
+    assert!(
+        reg.leaving("k", "o"),
+        "no guard holds it: both holds are leaving"
+    );
+    assert!(!reg.leaving("k", "p"), "another owner's");
+    reg.released(&inner, Kind::Lock);
+    assert!(reg.leaving("k", "o"));
+    reg.released(&outer, Kind::Lock);
+    assert!(!reg.leaving("k", "o"), "delivered");
+}
