@@ -1,13 +1,14 @@
 //! A hold whose release failed for its connection is not this owner's any more: its next
 //! acquisition of the key waits for that release to be delivered, so it never reenters the
 //! hold on its way out (jumping the queue and renewing it) and a read hold on its way out
-//! never refuses the owner's write hold as an upgrade.
+//! never refuses the owner's write hold as an upgrade. `close()` delivers its releases the
+//! same way.
 
 mod support;
 
 use std::time::Duration;
 
-use rlock_client::{Client, ClientOptions};
+use rlock_client::{Client, ClientOptions, LockOptions};
 use support::Server;
 use tokio::time::timeout;
 
@@ -124,4 +125,18 @@ async fn permits_whose_release_failed_are_not_added_to() {
     let info = sem.info().await.unwrap().expect("the semaphore");
     assert_eq!(info.holder(&owner).map(|h| h.permits), Some(2));
     assert_eq!(again.release().await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_delivers_its_releases_past_a_killed_connection() {
+    support::trace();
+    let server = Server::start();
+    let client = server.client().await;
+    let lease = LockOptions::new().lease(Duration::from_secs(30));
+    let held = client.lock("c").options(lease).acquire().await.unwrap();
+    let _: i64 = server.cmd(&["CLIENT", "KILL", "TYPE", "normal"]);
+    let closed = timeout(LIMIT, client.close()).await.expect("close hung");
+    assert!(closed.is_ok(), "{closed:?}");
+    assert!(server.info("c").is_none(), "close released the lock");
+    drop(held);
 }

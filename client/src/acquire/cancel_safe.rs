@@ -249,7 +249,7 @@ async fn settled_turn(
 /// The wait (and error recovery) of an acquisition until `deadline` (`None`: no limit). A
 /// function of the fields it needs, so that the acquisition's reply channel stays free.
 fn wait_of<'a>(
-    core: &'a Core,
+    core: &'a Arc<Core>,
     (kind, key, owner): (Kind, &'a str, &'a str),
     options: &LockOptions,
     deadline: Option<Instant>,

@@ -188,6 +188,11 @@ impl Registry {
         !refused
     }
 
+    /// A release of one hold of `h` that no guard holds is about to be sent.
+    pub(crate) fn sending(&mut self, h: &Holding, kind: Kind) {
+        self.releasing.add(&h.key, &h.owner, h.token, kind.units());
+    }
+
     /// The release a true [`unregister`](Registry::unregister) called for was answered,
     /// will not be sent, or its holding has surely ended.
     pub(crate) fn released(&mut self, h: &Holding, kind: Kind) {
@@ -244,21 +249,6 @@ impl Registry {
         }
     }
 
-    /// Marks lost every holding whose safe deadline has passed by `now`; returns those it
-    /// marked. (Live code needs no sweep: a holding is marked when it is looked at.)
-    #[cfg(test)]
-    pub(crate) fn expire(&mut self, now: Instant) -> Vec<Arc<Holding>> {
-        let live = self.entries.values();
-        let expired: Vec<_> = live
-            .filter(|e| e.current.lost_reason().is_none() && e.current.deadline() <= now)
-            .map(|e| e.current.clone())
-            .collect();
-        expired
-            .into_iter()
-            .filter(|h| h.mark_lost(LossReason::Expired))
-            .collect()
-    }
-
     /// When the watchdog must next look: the next renewal or safe deadline, if any.
     pub(crate) fn next_wakeup(&self) -> Option<Instant> {
         let live = self.entries.values();
@@ -268,14 +258,6 @@ impl Registry {
                 _ => e.current.deadline().min(e.next_renew),
             })
             .min()
-    }
-
-    /// How many live guards hold `(key, owner)` with `token`.
-    #[cfg(test)]
-    pub(crate) fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
-        self.get(key, owner)
-            .filter(|e| e.current.token == token)
-            .map_or(0, |e| e.holds)
     }
 
     /// What the server may count for `(key, owner)` and this client knows of, by token

@@ -1,6 +1,29 @@
 use super::*;
 use crate::pure::holding::margin_for;
 
+impl Registry {
+    /// Marks lost every holding whose safe deadline has passed by `now`; returns those it
+    /// marked. (Live code needs no sweep: a holding is marked when it is looked at.)
+    fn expire(&mut self, now: Instant) -> Vec<Arc<Holding>> {
+        let live = self.entries.values();
+        let expired: Vec<_> = live
+            .filter(|e| e.current.lost_reason().is_none() && e.current.deadline() <= now)
+            .map(|e| e.current.clone())
+            .collect();
+        expired
+            .into_iter()
+            .filter(|h| h.mark_lost(LossReason::Expired))
+            .collect()
+    }
+
+    /// How many live guards hold `(key, owner)` with `token`.
+    fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
+        self.get(key, owner)
+            .filter(|e| e.current.token == token)
+            .map_or(0, |e| e.holds)
+    }
+}
+
 const LEASE: Duration = Duration::from_millis(300);
 /// The part of `LEASE` counted on by a registry without a margin of its own: 1% is drift.
 const SAFE: Duration = Duration::from_millis(297);

@@ -111,6 +111,11 @@ impl Watchdog {
         self.shared.registry().mark_lost(holding, reason);
     }
 
+    /// A release of a hold no guard holds is about to be sent (see `Registry::sending`).
+    pub(crate) fn sending(&self, holding: &Holding, kind: Kind) {
+        self.shared.registry().sending(holding, kind);
+    }
+
     /// The release a true [`unregister`](Watchdog::unregister) called for was answered.
     pub(crate) fn released(&self, holding: &Holding, kind: Kind) {
         self.shared.registry().released(holding, kind);
