@@ -123,6 +123,11 @@ impl Core {
                 }
                 Step::Again(err) => err,
             };
+            if self.options().releases_once() {
+                tell.take().map(|t| t.send(Err(failure.clone())));
+                tracing::warn!(key = %holding.key, %failure, "a failed release is not sent again (unsafe_release_once)");
+                break;
+            }
             let end = self.surely_ended(&holding);
             if resends >= patience || Instant::now() + pause >= end {
                 if let Some(t) = tell.take() {
