@@ -5,9 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use rlock_client::{Client, ClientOptions};
+use rlock_client::Client;
 use tokio::runtime::Runtime;
 
 use crate::history::History;
@@ -58,7 +57,7 @@ pub fn start(
 ) -> Crew {
     let has = |k: &str| kinds.iter().any(|x| x == k);
     let urls = deployment.urls();
-    let clients = open_clients(runtime, &urls);
+    let clients = open_clients(runtime, &urls, ctx.ignore_loss);
     let mut tasks: Vec<Task> = Vec::new();
     for i in 0..3 {
         if has("redlock") {
@@ -147,8 +146,8 @@ pub fn start(
     }
 }
 
-fn open_clients(runtime: &Runtime, urls: &[String]) -> Vec<Client> {
-    let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
+fn open_clients(runtime: &Runtime, urls: &[String], unsafe_mode: bool) -> Vec<Client> {
+    let options = crate::workers::client_options(unsafe_mode);
     runtime.block_on(async {
         let mut clients = Vec::new();
         for url in urls {

@@ -1,5 +1,5 @@
 //! The faults on connections and on the event loop: an idle `timeout` on every server,
-//! `CLIENT KILL` of the workers' wait connections, a storm of tickets to a receiver that
+//! `CLIENT KILL` of the workers' wait and shared connections, a storm of tickets to a receiver that
 //! then closes, a flood of outcomes into a worker's mailbox, and a `DEBUG SLEEP`.
 
 use std::time::{Duration, Instant};
@@ -42,6 +42,16 @@ fn connections(server: &Proc, cmds: &[&str]) -> Vec<i64> {
 const RECEIVER: &[&str] = &["lock.grants"];
 /// A sender of waits: last sent `LOCK.WAIT` or `LOCK.CANCEL`.
 const SENDER: &[&str] = &["lock.wait", "lock.cancel"];
+/// A client's shared connection (or a raw worker's): last sent a renewal or a release, so
+/// its next command, often a release, meets the broken connection.
+const SHARED: &[&str] = &[
+    "lock.renew",
+    "rwlock.renew",
+    "sem.renew",
+    "lock.release",
+    "rwlock.release",
+    "sem.release",
+];
 
 impl Injector<'_> {
     /// The server the workers' lock `key` lives on: its slot's master in a cluster, else
@@ -70,16 +80,16 @@ impl Injector<'_> {
         what
     }
 
-    /// For `d`, every 100–400 ms, `CLIENT KILL` of one wait connection of the workers: a
-    /// sender or a receiver (a coin for each).
+    /// For `d`, every 100–400 ms, `CLIENT KILL` of one connection of the workers: a wait
+    /// connection's sender or receiver, or a shared connection (a third each).
     pub(crate) fn client_kill(&mut self, d: Duration) -> Option<String> {
-        let what = self.record(format!("CLIENT KILL of wait connections for {d:?}"));
+        let what = self.record(format!("CLIENT KILL of connections for {d:?}"));
         let until = Instant::now() + d;
         while Instant::now() < until {
-            let (role, cmds) = if self.rng.chance(50) {
-                ("receiver", RECEIVER)
-            } else {
-                ("sender", SENDER)
+            let (role, cmds) = match self.rng.range(0, 3) {
+                0 => ("receiver", RECEIVER),
+                1 => ("sender", SENDER),
+                _ => ("shared", SHARED),
             };
             let servers = &self.deployment.servers;
             let found: Vec<(usize, i64)> = (0..servers.len())

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rlock_client::{Client, ClientOptions};
+use rlock_client::Client;
 
 use super::Ctx;
 use crate::history::{from_line, History};
@@ -143,7 +143,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
 }
 
 async fn serve(ctx: Arc<Ctx>, url: String, name: String) {
-    let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
+    let options = super::client_options(ctx.ignore_loss);
     let client = loop {
         if ctx.stopped() {
             return;

@@ -70,14 +70,20 @@ fn draft(name: &str, guard: &Guard) -> Draft {
 /// Holds `guard` through a section, then releases it. A release that failed is sent again
 /// by the client in the background until answered: the worker believes it may hold for
 /// [`RELEASE_GRACE`] more (at most until its lease ends). A hold seen after that is a leak,
-/// unless a fault cut the client off (its window excuses it).
+/// unless a fault cut the client off (its window excuses it). With the unsafe switch the
+/// client does not send it again (`client_options`), and the worker believes nothing more.
 async fn hold(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, guard: Guard) {
     ctx.history.acquired(name, true);
     section(ctx, conn, draft(name, &guard), || guard.is_lost()).await;
     let (key, owner) = (guard.key().to_owned(), guard.owner().to_owned());
     let left = guard.remaining().min(RELEASE_GRACE);
     let until_us = now_us() + left.as_micros() as u64;
-    if guard.release().await.is_err() {
+    if let Err(err) = guard.release().await {
+        if ctx.ignore_loss {
+            // The unsafe switch: nothing sends it again, and the worker believes nothing
+            // after its release returned; the hold left behind is a leak.
+            return eprintln!("{name}: release of {key} by {owner} failed, not sent again: {err}");
+        }
         ctx.history.believe(&key, &owner, true);
         let end = Event::Belief {
             t_us: until_us,
@@ -143,6 +149,7 @@ fn forgets(ctx: &Ctx, guard: &Guard) -> bool {
     if !ctx.ignore_loss || guard.remaining() < Duration::from_millis(1500) || !ctx.rng.chance(10) {
         return false;
     }
+    eprintln!("forgets a holding of {} by {}", guard.key(), guard.owner());
     true
 }
 

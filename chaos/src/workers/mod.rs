@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rlock_client::ClientOptions;
+
 use crate::history::{History, Mode, Section, Write};
 use crate::resource::Resource;
 use crate::rng::Rng;
@@ -30,6 +32,17 @@ use crate::rng::Rng;
 /// The lease every worker asks for (watchdog or explicit): short, so that pauses and
 /// failovers outlast it.
 pub const LEASE: Duration = Duration::from_millis(2000);
+
+/// The options of the client-crate workers' clients. With the unsafe switch, a release
+/// that fails for its connection is not sent again: its hold stays behind until its lease
+/// ends, a leaked hold the checker must count.
+pub fn client_options(unsafe_mode: bool) -> ClientOptions {
+    let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
+    if unsafe_mode {
+        return options.unsafe_release_once();
+    }
+    options
+}
 
 /// What the workers share.
 pub struct Ctx {

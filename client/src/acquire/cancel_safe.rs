@@ -106,7 +106,7 @@ impl Acquisition {
         let turn = tokio::select! {
             biased;
             () = self.reply.closed() => return,
-            turn = self.core.take_turn(&self.key, &self.owner, deadline) => turn,
+            turn = settled_turn(&self.core, &self.key, &self.owner, deadline) => turn,
         };
         let outcome = match &turn {
             Some(turn) => self.acquire(deadline, turn).await,
@@ -244,10 +244,32 @@ impl Acquisition {
     }
 }
 
+/// The turn of `owner` on `key`, once no release of the owner's is on its way for a
+/// holding of the key that no guard holds: until it is delivered the server still counts
+/// that hold, and an acquisition would reenter it (taking back a hold that is no longer the
+/// owner's, or refused as an upgrade of a read hold nobody holds). The delivery takes the
+/// turn to check the server's count, so this waits without it. `None` once `deadline` passed.
+async fn settled_turn(
+    core: &Core,
+    key: &str,
+    owner: &str,
+    deadline: Option<Instant>,
+) -> Option<Turn> {
+    loop {
+        if !core.settle(key, owner, deadline).await {
+            return None;
+        }
+        let turn = core.take_turn(key, owner, deadline).await?;
+        if !core.leaving(key, owner) {
+            return Some(turn);
+        }
+    }
+}
+
 /// The wait (and error recovery) of an acquisition until `deadline` (`None`: no limit). A
 /// function of the fields it needs, so that the acquisition's reply channel stays free.
 fn wait_of<'a>(
-    core: &'a Core,
+    core: &'a Arc<Core>,
     (kind, key, owner): (Kind, &'a str, &'a str),
     options: &LockOptions,
     deadline: Option<Instant>,

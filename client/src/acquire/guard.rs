@@ -285,12 +285,9 @@ async fn send_release(core: &Arc<Core>, holding: &Arc<Holding>, kind: Kind) -> R
         core.released(holding, kind);
         return Err(lost_error(holding, reason));
     }
-    let (tell, told) = tokio::sync::oneshot::channel();
-    drop(core.spawn(core.clone().deliver(holding.clone(), kind, tell)));
-    let answer = match told.await {
-        Ok(answer) => answer.map_err(|e| Error::from_command(e, &holding.key, &holding.owner)),
-        Err(_) => Err(Error::internal("the release ended without an answer")),
-    };
+    let patience = core.options().retry_count();
+    let answer = core.deliver_release(holding, kind, patience).await;
+    let answer = answer.map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
     match (answer, lost) {
         (_, Some(reason)) => Err(lost_error(holding, reason)),
         (Ok(remaining), None) => {

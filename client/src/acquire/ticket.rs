@@ -31,6 +31,7 @@
 //!   connection whose receiver is gone (`ERR no client`) is given up the same way.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::{RedisError, Value};
 use tokio::sync::oneshot;
@@ -233,11 +234,10 @@ impl Wait<'_> {
         };
         ticket.finish();
         if let Some(token) = token {
-            match self
-                .core
-                .release(self.kind, self.key, self.owner, token)
-                .await
-            {
+            let held = (self.kind, self.key, self.owner);
+            let lease = Duration::from_millis(self.lease_ms);
+            // Sent again in the background if its connection fails (`deliver.rs`).
+            match self.core.give_back_grant(held, token, lease).await {
                 Ok(_) => {
                     tracing::debug!(key = %self.key, token, "released a grant that crossed a cancel")
                 }

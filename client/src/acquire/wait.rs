@@ -18,6 +18,9 @@
 //! (`MOVED`, `ASK`: the server answers at once, without queueing it) is made again on a
 //! connection to the target.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use tokio::sync::oneshot;
 use tokio::time::{sleep, sleep_until, Instant};
 
@@ -40,7 +43,7 @@ enum Stop {
 
 /// One wait for `key` as `owner`.
 pub(crate) struct Wait<'a> {
-    pub(crate) core: &'a Core,
+    pub(crate) core: &'a Arc<Core>,
     /// What it waits for: a plain lock, a read or a write hold.
     pub(crate) kind: Kind,
     pub(crate) key: &'a str,
@@ -136,7 +139,8 @@ impl Wait<'_> {
                 tracing::warn!(key = %self.key, %err, "CLIENT KILL failed; closing the wait connection")
             }
         }
-        release_unreported(self.core, self.kind, self.key, self.owner).await;
+        let lease = Duration::from_millis(self.lease_ms);
+        release_unreported(self.core, (self.kind, self.key, self.owner), lease).await;
     }
 }
 
@@ -174,13 +178,18 @@ async fn interruption<T>(
 /// release the one hold the server counts beyond those this client knows of. Called only
 /// by an acquisition that has the turn of `(key, owner)` (see `turns.rs`), so no other
 /// acquisition's grant can be counted as unknown: the hold is of that acquisition's `kind`.
-pub(crate) async fn release_unreported(core: &Core, kind: Kind, key: &str, owner: &str) {
+pub(crate) async fn release_unreported(
+    core: &Arc<Core>,
+    (kind, key, owner): (Kind, &str, &str),
+    lease: Duration,
+) {
     let token = match unreported_grant(core, kind, key, owner).await {
         Ok(Some(token)) => token,
         Ok(None) => return,
         Err(err) => return tracing::warn!(key, %err, "could not check the lock after a lost reply"),
     };
-    match core.release(kind, key, owner, token).await {
+    // Sent again in the background if its connection fails (`deliver.rs`).
+    match core.give_back_grant((kind, key, owner), token, lease).await {
         Ok(_) => tracing::debug!(key, owner, "released a hold granted without a reply"),
         Err(err) => {
             tracing::warn!(key, owner, %err, "could not release a hold granted without a reply")

@@ -11,10 +11,14 @@
 //!   the server still counting the hold: a release that ran is not sent twice. The token
 //!   keeps it from touching a newer holding either way.
 //!
-//! The caller hears the first answer, or the failure once the client's `retries` resends
-//! failed too; the release goes on in the background after that. The releases in flight
-//! stay known (`releasing.rs`) until it ends, so a check for a lost grant never mistakes
-//! the hold for one.
+//! Every release goes this way: a guard's (`release()`, `Drop`), `close()`'s, and the
+//! giving back of a grant no guard holds (one that crossed a cancellation, or whose reply
+//! was lost). A guard's caller and `close()` hear the first answer, or the failure once the
+//! client's `retries` resends failed too; a grant given back, the first answer (its caller
+//! may hold the turn a resend's check needs). The release goes on in the background after
+//! that. The releases in flight stay known (`releasing.rs`) until it ends, so a check for
+//! a lost grant never mistakes the hold for one, and the owner's next acquisition of the
+//! key waits for it rather than reenter the hold on its way out (`cancel_safe.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +29,7 @@ use tokio::time::{sleep, Instant};
 
 use crate::core::shared::Core;
 use crate::hold::registry::Holding;
+use crate::pure::error::timed_out;
 use crate::pure::kind::Kind;
 
 /// The first pause before a release is sent again; each next one doubles, up to [`LAST`].
@@ -65,13 +70,47 @@ fn step(answer: RedisResult<u64>) -> Step {
 }
 
 impl Core {
+    /// Delivers the release of one hold of `kind` of `holding`, known as in flight (see
+    /// `releasing.rs`), in the background (see the module docs). Answers its first answer,
+    /// or its last failure once `patience` resends failed too.
+    pub(crate) async fn deliver_release(
+        self: &Arc<Core>,
+        holding: &Arc<Holding>,
+        kind: Kind,
+        patience: usize,
+    ) -> RedisResult<u64> {
+        let (tell, told) = oneshot::channel();
+        let job = self.clone().deliver(holding.clone(), kind, tell, patience);
+        drop(self.spawn(job));
+        told.await
+            .unwrap_or_else(|_| Err(timed_out("the release ended without an answer")))
+    }
+
+    /// Gives back a hold of `kind` that `owner` was granted on `key` with `token` and that
+    /// no guard holds (a grant that crossed a cancellation, or whose reply was lost), its
+    /// lease ending `lease` from now at the latest: delivered as a guard's release is, known
+    /// as in flight until it ends. Answers its first answer: the caller may hold the turn
+    /// that a resend's check needs.
+    pub(crate) async fn give_back_grant(
+        self: &Arc<Core>,
+        (kind, key, owner): (Kind, &str, &str),
+        token: u64,
+        lease: Duration,
+    ) -> RedisResult<u64> {
+        let losses = Arc::default(); // never lost: it is only released
+        let holding = Holding::new((key, owner, kind), token, Instant::now() + lease, &losses);
+        self.sending(&holding, kind);
+        self.deliver_release(&holding, kind, 0).await
+    }
+
     /// Delivers the release of one hold of `kind` of `holding` (see the module docs);
-    /// `tell` gets the outcome the caller hears.
-    pub(crate) async fn deliver(
+    /// `tell` gets the first answer, or the last failure once `patience` resends failed.
+    async fn deliver(
         self: Arc<Core>,
         holding: Arc<Holding>,
         kind: Kind,
         tell: oneshot::Sender<RedisResult<u64>>,
+        patience: usize,
     ) {
         let mut tell = Some(tell);
         let (mut pause, mut resends) = (FIRST, 0);
@@ -84,8 +123,13 @@ impl Core {
                 }
                 Step::Again(err) => err,
             };
+            if self.options().releases_once() {
+                tell.take().map(|t| t.send(Err(failure.clone())));
+                tracing::warn!(key = %holding.key, %failure, "a failed release is not sent again (unsafe_release_once)");
+                break;
+            }
             let end = self.surely_ended(&holding);
-            if resends >= self.options().retry_count() || Instant::now() + pause >= end {
+            if resends >= patience || Instant::now() + pause >= end {
                 if let Some(t) = tell.take() {
                     drop(t.send(Err(failure.clone())));
                 }

@@ -5,11 +5,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use crate::core::shared::Core;
 use crate::hold::registry::{Grant, Holding};
 use crate::hold::watchdog::WatchdogStats;
-use crate::net::router::Router;
-use crate::pure::commands;
 use crate::pure::error::{Error, LossReason, Result};
 use crate::pure::kind::{Kind, Units};
 use crate::pure::turns::Turn;
@@ -17,14 +17,14 @@ use crate::pure::turns::Turn;
 impl Core {
     /// Stops new acquisitions, and releases every hold of the client's guards (they report
     /// [`LossReason::Closed`] from then on). Returns the first error, after trying them all.
-    pub(crate) async fn close(&self) -> Result<()> {
+    pub(crate) async fn close(self: &Arc<Self>) -> Result<()> {
         self.closed.store(true, Ordering::SeqCst);
         let held = self.watchdog.drain();
         self.quiesce().await;
         let mut releases = tokio::task::JoinSet::new();
         for (holding, holds) in held {
             holding.mark_lost(LossReason::Closed);
-            releases.spawn(release_holds(self.router.clone(), holding, holds));
+            releases.spawn(release_holds(self.clone(), holding, holds));
         }
         let mut first = Ok(());
         while let Some(done) = releases.join_next().await {
@@ -56,6 +56,12 @@ impl Core {
         self.watchdog.mark_lost(holding, reason);
     }
 
+    /// A release of one hold of `kind` of `holding`, which no guard holds, is about to be
+    /// sent: it is in flight until [`Core::released`].
+    pub(crate) fn sending(&self, holding: &Holding, kind: Kind) {
+        self.watchdog.sending(holding, kind);
+    }
+
     /// The release a true [`Core::unregister`] called for was answered (or is not sent).
     pub(crate) fn released(&self, holding: &Holding, kind: Kind) {
         self.watchdog.released(holding, kind);
@@ -67,13 +73,32 @@ impl Core {
         self.watchdog.known(key, owner)
     }
 
+    /// Whether a release of `(key, owner)` is in flight for a holding no guard of this
+    /// client holds (its hold is on its way out: an acquisition must not reenter it).
+    pub(crate) fn leaving(&self, key: &str, owner: &str) -> bool {
+        self.watchdog.leaving(key, owner)
+    }
+
+    /// Waits until no release of `(key, owner)` is in flight for a holding no guard holds
+    /// (see `deliver.rs`), until `deadline`; false if one still was then.
+    pub(crate) async fn settle(&self, key: &str, owner: &str, deadline: Option<Instant>) -> bool {
+        let left = self.watchdog.left(key, owner);
+        match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, left).await.is_ok(),
+            None => {
+                left.await;
+                true
+            }
+        }
+    }
+
     /// The turn of an acquisition of `key` by `owner` (see `turns.rs`), waited for until
     /// `deadline`; `None` if the lock stayed busy.
     pub(crate) async fn take_turn(
         &self,
         key: &str,
         owner: &str,
-        deadline: Option<tokio::time::Instant>,
+        deadline: Option<Instant>,
     ) -> Option<Turn> {
         let grace = self.options.response_timeout_duration();
         self.turns.take(key, owner, deadline, grace).await
@@ -85,10 +110,10 @@ impl Core {
     }
 }
 
-/// Sends `holds` releases of `holding`, stopping when the server says it is free or not held.
-/// The holding of a read-write lock is released write holds first, then read holds (the
-/// registry counts its holds, not their modes).
-async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize) -> Result<()> {
+/// Delivers `holds` releases of `holding` (see `deliver.rs`), stopping when the server
+/// says it is free or not held. The holding of a read-write lock is released write holds
+/// first, then read holds (the registry counts its holds, not their modes).
+async fn release_holds(core: Arc<Core>, holding: Arc<Holding>, holds: usize) -> Result<()> {
     let modes: &[Kind] = match holding.kind {
         Kind::Lock => &[Kind::Lock],
         Kind::Read | Kind::Write => &[Kind::Write, Kind::Read],
@@ -99,24 +124,25 @@ async fn release_holds(router: Arc<Router>, holding: Arc<Holding>, holds: usize)
     };
     let mut left = holds;
     for &kind in modes {
-        left = left.saturating_sub(release_mode(&router, &holding, kind, left).await?);
+        left = left.saturating_sub(release_mode(&core, &holding, kind, left).await?);
     }
     tracing::debug!(key = %holding.key, owner = %holding.owner, holds, "released at close");
     Ok(())
 }
 
-/// Sends up to `most` releases of `kind`'s holds of `holding`, until the server says none
-/// of that kind is left; how many holds it released.
+/// Delivers up to `most` releases of `kind`'s holds of `holding`, until the server says
+/// none of that kind is left; how many holds it released.
 async fn release_mode(
-    router: &Router,
-    holding: &Holding,
+    core: &Arc<Core>,
+    holding: &Arc<Holding>,
     kind: Kind,
     most: usize,
 ) -> Result<usize> {
     let (key, owner) = (&holding.key, &holding.owner);
-    let cmd = commands::release(kind, key, owner, holding.token);
+    let patience = core.options.retry_count();
     for released in 0..most {
-        let answer = router.query_fresh::<u64>(key, &cmd).await;
+        core.sending(holding, kind);
+        let answer = core.deliver_release(holding, kind, patience).await;
         match answer.map_err(|e| Error::from_command(e, key, owner)) {
             Ok(0) => return Ok(released + 1),
             Err(Error::NotHeld { .. }) => return Ok(released),

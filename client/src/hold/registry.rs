@@ -188,6 +188,11 @@ impl Registry {
         !refused
     }
 
+    /// A release of one hold of `h` that no guard holds is about to be sent.
+    pub(crate) fn sending(&mut self, h: &Holding, kind: Kind) {
+        self.releasing.add(&h.key, &h.owner, h.token, kind.units());
+    }
+
     /// The release a true [`unregister`](Registry::unregister) called for was answered,
     /// will not be sent, or its holding has surely ended.
     pub(crate) fn released(&mut self, h: &Holding, kind: Kind) {
@@ -244,21 +249,6 @@ impl Registry {
         }
     }
 
-    /// Marks lost every holding whose safe deadline has passed by `now`; returns those it
-    /// marked. (Live code needs no sweep: a holding is marked when it is looked at.)
-    #[cfg(test)]
-    pub(crate) fn expire(&mut self, now: Instant) -> Vec<Arc<Holding>> {
-        let live = self.entries.values();
-        let expired: Vec<_> = live
-            .filter(|e| e.current.lost_reason().is_none() && e.current.deadline() <= now)
-            .map(|e| e.current.clone())
-            .collect();
-        expired
-            .into_iter()
-            .filter(|h| h.mark_lost(LossReason::Expired))
-            .collect()
-    }
-
     /// When the watchdog must next look: the next renewal or safe deadline, if any.
     pub(crate) fn next_wakeup(&self) -> Option<Instant> {
         let live = self.entries.values();
@@ -270,14 +260,6 @@ impl Registry {
             .min()
     }
 
-    /// How many live guards hold `(key, owner)` with `token`.
-    #[cfg(test)]
-    pub(crate) fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
-        self.get(key, owner)
-            .filter(|e| e.current.token == token)
-            .map_or(0, |e| e.holds)
-    }
-
     /// What the server may count for `(key, owner)` and this client knows of, by token
     /// (holds, permits, or read and write holds): its guards', and the releases sent but
     /// not yet answered.
@@ -285,6 +267,15 @@ impl Registry {
         let held = self.get(key, owner).map(|e| (e.current.token, e.units));
         let releasing = self.releasing.units(key, owner);
         held.into_iter().chain(releasing).collect()
+    }
+
+    /// Whether a release of `(key, owner)` is in flight for a holding no guard of this
+    /// client holds: the server may still count its hold, which is no longer the owner's.
+    pub(crate) fn leaving(&self, key: &str, owner: &str) -> bool {
+        let held = self.get(key, owner).map(|e| e.current.token);
+        self.releasing
+            .units(key, owner)
+            .any(|(token, _)| Some(token) != held)
     }
 
     /// How many distinct holdings are recorded.

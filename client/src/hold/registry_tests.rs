@@ -1,6 +1,29 @@
 use super::*;
 use crate::pure::holding::margin_for;
 
+impl Registry {
+    /// Marks lost every holding whose safe deadline has passed by `now`; returns those it
+    /// marked. (Live code needs no sweep: a holding is marked when it is looked at.)
+    fn expire(&mut self, now: Instant) -> Vec<Arc<Holding>> {
+        let live = self.entries.values();
+        let expired: Vec<_> = live
+            .filter(|e| e.current.lost_reason().is_none() && e.current.deadline() <= now)
+            .map(|e| e.current.clone())
+            .collect();
+        expired
+            .into_iter()
+            .filter(|h| h.mark_lost(LossReason::Expired))
+            .collect()
+    }
+
+    /// How many live guards hold `(key, owner)` with `token`.
+    fn holds(&self, key: &str, owner: &str, token: u64) -> usize {
+        self.get(key, owner)
+            .filter(|e| e.current.token == token)
+            .map_or(0, |e| e.holds)
+    }
+}
+
 const LEASE: Duration = Duration::from_millis(300);
 /// The part of `LEASE` counted on by a registry without a margin of its own: 1% is drift.
 const SAFE: Duration = Duration::from_millis(297);
@@ -264,4 +287,24 @@ fn requests_that_crossed_count_the_shorter_lease() {
     let short = Duration::from_millis(30);
     let at = t0 + Duration::from_millis(1);
     assert_eq!(outer.deadline(), safe_deadline(at, short, Duration::ZERO));
+}
+
+#[test]
+fn a_release_in_flight_is_leaving_only_once_no_guard_holds_its_holding() {
+    let mut reg = Registry::default();
+    let t0 = Instant::now();
+    let outer = reg.register(&grant("o", 7, true, t0));
+    let inner = reg.register(&grant("o", 7, true, t0));
+    assert!(reg.unregister(&inner, Kind::Lock, true));
+    assert!(!reg.leaving("k", "o"), "the outer guard still holds it");
+    assert!(reg.unregister(&outer, Kind::Lock, true));
+    assert!(
+        reg.leaving("k", "o"),
+        "no guard holds it: both holds are leaving"
+    );
+    assert!(!reg.leaving("k", "p"), "another owner's");
+    reg.released(&inner, Kind::Lock);
+    assert!(reg.leaving("k", "o"));
+    reg.released(&outer, Kind::Lock);
+    assert!(!reg.leaving("k", "o"), "delivered");
 }

@@ -43,6 +43,8 @@ pub struct WatchdogStats {
 struct Shared {
     registry: Mutex<Registry>,
     wake: Notify,
+    /// Told when a release in flight ends (see [`Watchdog::left`]).
+    settled: Notify,
     /// Held for the whole of a round, so that a release can wait for the round that may
     /// contain its lock, and no `LOCK.RENEW` reaches the server after the `LOCK.RELEASE`.
     in_flight: tokio::sync::Mutex<()>,
@@ -75,6 +77,7 @@ impl Watchdog {
         let shared = Arc::new(Shared {
             registry: Mutex::new(Registry::new(margin)),
             wake: Notify::new(),
+            settled: Notify::new(),
             in_flight: tokio::sync::Mutex::new(()),
             stats: Mutex::new(WatchdogStats::default()),
         });
@@ -108,9 +111,33 @@ impl Watchdog {
         self.shared.registry().mark_lost(holding, reason);
     }
 
+    /// A release of a hold no guard holds is about to be sent (see `Registry::sending`).
+    pub(crate) fn sending(&self, holding: &Holding, kind: Kind) {
+        self.shared.registry().sending(holding, kind);
+    }
+
     /// The release a true [`unregister`](Watchdog::unregister) called for was answered.
     pub(crate) fn released(&self, holding: &Holding, kind: Kind) {
         self.shared.registry().released(holding, kind);
+        self.shared.settled.notify_waiters();
+    }
+
+    /// Whether a release of `(key, owner)` is in flight for a holding no guard holds.
+    pub(crate) fn leaving(&self, key: &str, owner: &str) -> bool {
+        self.shared.registry().leaving(key, owner)
+    }
+
+    /// Resolves once no release of `(key, owner)` is in flight for a holding no guard holds.
+    pub(crate) async fn left(&self, key: &str, owner: &str) {
+        loop {
+            let settled = self.shared.settled.notified();
+            let mut settled = std::pin::pin!(settled);
+            settled.as_mut().enable();
+            if !self.leaving(key, owner) {
+                return;
+            }
+            settled.await;
+        }
     }
 
     /// The holds of `(key, owner)` this client knows of, by token (see `Registry::known`).

@@ -38,6 +38,8 @@ pub struct ClientOptions {
     retries: usize,
     margin: Duration,
     quorum: Duration,
+    /// Known unsafe, for the chaos checker only (see `unsafe_release_once`).
+    release_once: bool,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +52,7 @@ impl Default for ClientOptions {
             retries: 2,
             margin: Duration::from_millis(20),
             quorum: Duration::from_secs(10),
+            release_once: false,
         }
     }
 }
@@ -116,6 +119,20 @@ impl ClientOptions {
     pub fn quorum_timeout(mut self, timeout: Duration) -> Self {
         self.quorum = timeout;
         self
+    }
+
+    /// Known unsafe: a release that fails for its connection is not sent again, and its
+    /// hold stays on the server until its lease ends. It exists for the chaos checker, to
+    /// show that it counts such holds (`rlock-chaos --unsafe`); never use it.
+    #[doc(hidden)]
+    pub fn unsafe_release_once(mut self) -> Self {
+        self.release_once = true;
+        self
+    }
+
+    /// Whether [`unsafe_release_once`](ClientOptions::unsafe_release_once) was set.
+    pub(crate) fn releases_once(&self) -> bool {
+        self.release_once
     }
 
     /// See [`quorum_timeout`](ClientOptions::quorum_timeout).
