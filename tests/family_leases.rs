@@ -24,25 +24,11 @@ use std::time::{Duration, Instant};
 
 use receiver::Receiver;
 use redis::Value;
-use support::{channel, int, raw, Server, Subscriber};
+use support::{blocked, channel, int, raw, Server, Subscriber};
 
 /// How long a waiter may take after the end of the lease it waits for: generous, as the
 /// machine may be busy; without a check at the lease's end it waits its whole `WAIT`.
 const HANDOFF_LIMIT: Duration = Duration::from_millis(1500);
-
-/// Sends `args` (a command that blocks) on a connection of its own; its reply arrives on
-/// the returned channel.
-fn blocked(server: &Server, args: &[&str]) -> mpsc::Receiver<Value> {
-    let mut con = server.conn();
-    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(raw(&mut con, &args));
-        // Kept open: a closed connection would leave its queue or give its grant back.
-        thread::sleep(Duration::from_secs(30));
-    });
-    rx
-}
 
 /// The waiter got a token within `limit`.
 #[track_caller]

@@ -8,28 +8,13 @@
 mod receiver;
 mod support;
 
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
 
 use receiver::{Queued, Receiver};
 use redis::Value;
-use support::{int, raw, wait_until, Server};
+use support::{blocked, int, raw, wait_until, Server};
 
 const LIMIT: Duration = Duration::from_secs(10);
-
-/// `args` on a connection of its own, in a thread; its reply arrives on the channel.
-fn blocked(server: &Server, args: &[&str]) -> mpsc::Receiver<Value> {
-    let mut con = server.conn();
-    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(raw(&mut con, &args));
-        // Kept open: a closed connection would leave its queue.
-        thread::sleep(Duration::from_secs(30));
-    });
-    rx
-}
 
 fn waiters(con: &mut redis::Connection) -> i64 {
     support::info_field(con, "rlock", "rlock_waiters")

@@ -723,3 +723,17 @@ pub fn hget(con: &mut redis::Connection, key: &str, field: &str) -> Option<Strin
         other => Some(text_of(&other).unwrap_or_else(|| panic!("HGET replied {other:?}"))),
     }
 }
+
+/// Sends `args` (a command that may block) on a connection of its own, in a thread; its reply
+/// arrives on the returned channel. The connection is kept open a while after: a closed one
+/// would leave its queue or give its grant back.
+pub fn blocked(server: &Server, args: &[&str]) -> std::sync::mpsc::Receiver<Value> {
+    let mut con = server.conn();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(raw(&mut con, &args));
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    rx
+}
