@@ -125,9 +125,9 @@ test-all: deps nextest build valkey valkey9 ## Every test, the long ones too: on
 	$(NEXTEST) --run-ignored all
 	@echo "== every test of the module, the client and the CLI on Valkey"
 	RLOCK_SERVER=$(VALKEY) $(NEXTEST) --run-ignored all $(NOT_CHAOS_BENCH)
-	@echo "== the tests of what only Valkey 9 has, on Valkey 9.1"
+	@echo "== the tests of what only Valkey 9 has, and of scripts, on Valkey 9.1"
 	RLOCK_SERVER=$(VALKEY9) $(NEXTEST) --run-ignored all \
-		-E '(package(rlock) | package(rlock-client)) & binary(atomic_migration)'
+		-E '(package(rlock) | package(rlock-client)) & (binary(atomic_migration) | binary(fenced_writes))'
 
 # make install: the module where Redis modules usually live, $(PREFIX)/lib/redis/modules/.
 PREFIX ?= /usr/local

@@ -137,6 +137,12 @@ pub fn call_and_reply(
     let name = CString::new(name_bytes)
         .map_err(|_| LockError::Fence(FenceError::Unknown { command: command() }))?;
     let args = argv.get(1..).unwrap_or_default();
+    if in_script && refused_in_scripts(ctx, argv)? {
+        return Err(LockError::Fence(FenceError::Refused {
+            command: command(),
+            why: Refusal::InScript,
+        }));
+    }
     let reply = unsafe {
         call(
             ctx,
@@ -167,4 +173,58 @@ pub fn call_and_reply(
         free(reply);
     }
     Ok(())
+}
+
+/// Whether the command `argv` may not run in a script (its `noscript` flag, as `COMMAND
+/// INFO` tells it, whatever it is named): asked before the call inside a script, since a
+/// server may run such a command nested under `S` instead of refusing it (Valkey 9 runs a
+/// renamed `FCALL` inside the script, and crashes).
+fn refused_in_scripts(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>) -> Result<bool, LockError> {
+    let (call, free) = (api!(RedisModule_Call), api!(RedisModule_FreeCallReply));
+    let (element, text) = (
+        api!(RedisModule_CallReplyArrayElement),
+        api!(RedisModule_CallReplyStringPtr),
+    );
+    let Some(&name) = argv.first() else {
+        return Ok(false);
+    };
+    let reply = unsafe {
+        call(
+            ctx,
+            c"COMMAND".as_ptr(),
+            c"cs".as_ptr(),
+            c"INFO".as_ptr(),
+            name,
+        )
+    };
+    if reply.is_null() {
+        return Ok(false);
+    }
+    // [[name, arity, [flag, ...], ...]]; an unknown command's entry is nil.
+    let entry = unsafe { element(reply, 0) };
+    let flags = if entry.is_null() {
+        ptr::null_mut()
+    } else {
+        unsafe { element(entry, 2) }
+    };
+    let mut refused = false;
+    let mut i = 0;
+    while !flags.is_null() {
+        let flag = unsafe { element(flags, i) };
+        if flag.is_null() {
+            break;
+        }
+        let mut len = 0usize;
+        let bytes = unsafe { text(flag, &mut len) };
+        // The reply owns these bytes until it is freed, below.
+        if !bytes.is_null()
+            && unsafe { std::slice::from_raw_parts(bytes.cast::<u8>(), len) } == b"noscript"
+        {
+            refused = true;
+            break;
+        }
+        i += 1;
+    }
+    unsafe { free(reply) };
+    Ok(refused)
 }
