@@ -1,8 +1,7 @@
 //! The lock's state in Redis: reading a lock's hash and its TTL here; `write.rs` writes
 //! them and replicates every write; `publish.rs` sends the release message; `persist.rs`
-//! keeps the token counter in the RDB; `slot_keys.rs` learns the tokens of
-//! slots a migration brought. The store is a leaf over Redis's key API: it arms no
-//! timer and serves no waiter (callers tell the lease timers when a deadline moves).
+//! keeps the token counter in the RDB; `slot_keys.rs` learns the tokens of slots a
+//! migration brought. A leaf over Redis's key API: it arms no timer and serves no waiter.
 //!
 //! May use: `host/`, `rlock_core`.
 
