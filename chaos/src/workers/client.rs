@@ -11,9 +11,12 @@ use super::{Ctx, Draft, LEASE};
 use crate::history::{now_us, Event};
 use crate::resource::Stamp;
 
-/// How long a worker believes it may still hold after a release that failed: the client
-/// sends it again on a fresh connection meanwhile.
+/// How long a worker believes it may still hold after a release that failed returned, at
+/// least: the client sends it again on a fresh connection meanwhile.
 const RELEASE_GRACE: Duration = Duration::from_secs(1);
+
+/// Past the client's estimate of its lease's end, when the server surely ended it (µs).
+const LEASE_MARGIN_US: u64 = 150_000;
 
 /// A connection to the resource, retried until the run stops.
 pub async fn resource_conn(ctx: &Ctx) -> Option<MultiplexedConnection> {
@@ -68,16 +71,17 @@ fn draft(name: &str, guard: &Guard) -> Draft {
 }
 
 /// Holds `guard` through a section, then releases it. A release that failed is sent again
-/// by the client in the background until answered: the worker believes it may hold for
-/// [`RELEASE_GRACE`] more (at most until its lease ends). A hold seen after that is a leak,
+/// by the client in the background until answered or until its lease has ended: the worker
+/// believes it may hold until that end, and at least [`RELEASE_GRACE`] after the release
+/// returned. A hold seen after that is a leak,
 /// unless a fault cut the client off (its window excuses it). With the unsafe switch the
 /// client does not send it again (`client_options`), and the worker believes nothing more.
 async fn hold(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, guard: Guard) {
     ctx.history.acquired(name, true);
     section(ctx, conn, draft(name, &guard), || guard.is_lost()).await;
     let (key, owner) = (guard.key().to_owned(), guard.owner().to_owned());
-    let left = guard.remaining().min(RELEASE_GRACE);
-    let until_us = now_us() + left.as_micros() as u64;
+    // The lease ends on the server by itself then (the client's estimate, a little early).
+    let lease_end_us = now_us() + guard.remaining().as_micros() as u64 + LEASE_MARGIN_US;
     if let Err(err) = guard.release().await {
         if ctx.ignore_loss {
             // The unsafe switch: nothing sends it again, and the worker believes nothing
@@ -85,6 +89,9 @@ async fn hold(ctx: &Ctx, conn: &mut MultiplexedConnection, name: &str, guard: Gu
             return eprintln!("{name}: release of {key} by {owner} failed, not sent again: {err}");
         }
         ctx.history.believe(&key, &owner, true);
+        // The client sends it again until answered or until the lease has ended: the hold
+        // may stay until then, or a moment after the release returned.
+        let until_us = lease_end_us.max(now_us() + RELEASE_GRACE.as_micros() as u64);
         let end = Event::Belief {
             t_us: until_us,
             key,
