@@ -61,7 +61,8 @@ pub struct Injector<'a> {
     pub children: &'a mut Vec<ChildWorker>,
     pub history: &'a History,
     pub rng: &'a Rng,
-    /// The unsafe switch: a `freeze` is not told to the checker as a deliberate stop.
+    /// The unsafe switch: a `freeze` is not told to the checker as a deliberate stop, and
+    /// `client-kill` kills the workers' shared connections too.
     pub unsafe_mode: bool,
 }
 

@@ -86,7 +86,10 @@ impl Injector<'_> {
         let what = self.record(format!("CLIENT KILL of connections for {d:?}"));
         let until = Instant::now() + d;
         while Instant::now() < until {
-            let (role, cmds) = match self.rng.range(0, 3) {
+            // Shared connections only under the unsafe switch: there a failed release is
+            // sent once, and the hold it leaves is a leak; elsewhere the client sends it
+            // again, which the judging of beliefs cannot yet tell from a leak in every case.
+            let (role, cmds) = match self.rng.range(0, if self.unsafe_mode { 3 } else { 2 }) {
                 0 => ("receiver", RECEIVER),
                 1 => ("sender", SENDER),
                 _ => ("shared", SHARED),
