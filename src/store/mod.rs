@@ -2,7 +2,6 @@
 //! them and replicates every write; `publish.rs` sends the release message; `persist.rs`
 //! keeps the token counter in the RDB; `slot_keys.rs` learns the tokens of slots a
 //! migration brought. A leaf over Redis's key API: it arms no timer and serves no waiter.
-//!
 //! May use: `host/`, `rlock_core`.
 
 use std::ffi::{c_int, c_void};
