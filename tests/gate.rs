@@ -73,6 +73,22 @@ fn enqueue_command(server: &Server, command: &[&str]) -> Wire {
     waiter
 }
 
+/// Sets `owner`'s lease of `key` (a `family` lock: `LOCK`, `SEM`) to end `lease_ms` from now,
+/// right before the node is stopped: it then ends while the node stands still, however long
+/// the setup took (a lease that ended before the stop would hand the lock on, rightly, while
+/// the node still ran).
+fn lease_ends_in_the_stall(
+    con: &mut redis::Connection,
+    family: &str,
+    (key, owner): (&str, &str),
+    lease_ms: u64,
+) {
+    let renew = format!("{family}.RENEW");
+    let lease = lease_ms.to_string();
+    let renewed = support::int(con, &[&renew, key, owner, "LEASE", &lease]);
+    assert_eq!(renewed, 1, "{owner} no longer held {key} before the stop");
+}
+
 /// Fails the test if the server aborted or logged an assertion.
 fn assert_alive(server: &mut Server) {
     assert!(server.is_running(), "the server died:\n{}", server.log());

@@ -39,7 +39,7 @@ const FOLDERS: Folders = &[
     (
         "store",
         &[
-            &["write", "publish", "rw", "rw_live", "latch"],
+            &["write", "read_own", "publish", "rw", "rw_live", "latch"],
             &["persist", "sem"],
             &["slot_keys"],
         ],
@@ -56,7 +56,7 @@ const FOLDERS: Folders = &[
     (
         "handoff",
         &[
-            &["script_turns"],
+            &["script_turns", "losses"],
             &["door"],
             &[
                 "rw_serve",
@@ -80,6 +80,7 @@ const FOLDERS: Folders = &[
                 "acquire",
                 "apply",
                 "cancel",
+                "listen",
                 "fenced",
                 "forcerelease",
                 "grants",
@@ -121,12 +122,12 @@ const CORE_LAYERS: Layers = &[(
     &[
         &[
             "echo", "token", "channel", "counters", "idhash", "reply", "stall", "verdict",
-            "cluster", "kind", "layout",
+            "cluster", "kind", "layout", "loss",
         ],
         &["fence_error"],
         &["error"],
         &["args", "registry"],
-        &["lock", "rwlock", "receivers"],
+        &["lock", "rwlock", "receivers", "watch"],
         &["parse", "rwglance", "semaphore"],
         &["fence", "semglance"],
     ],

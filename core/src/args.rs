@@ -72,7 +72,11 @@ pub fn options(rest: &[&[u8]], allowed: &[Opt], now_ms: i64) -> Result<Options, 
                 given: clip(name),
                 expected: expected_text(allowed),
             })?;
-        let raw = rest.get(i + 1).ok_or(LockError::MissingValue(opt))?;
+        // A `let ... else`, not `ok_or`: an error built on the way of every call and then
+        // dropped costs a call of its drop glue.
+        let Some(raw) = rest.get(i + 1) else {
+            return Err(LockError::MissingValue(opt));
+        };
         let value = option_value(opt, raw, now_ms)?;
         let slot = match opt {
             Opt::Lease => &mut parsed.lease,
@@ -111,7 +115,9 @@ fn expected_text(allowed: &[Opt]) -> &'static str {
 }
 
 fn option_value(opt: Opt, raw: &[u8], now_ms: i64) -> Result<i64, LockError> {
-    let value = strict_i64(raw).ok_or(LockError::NotAnInteger(opt))?;
+    let Some(value) = strict_i64(raw) else {
+        return Err(LockError::NotAnInteger(opt));
+    };
     match opt {
         Opt::Lease if value <= 0 => return Err(LockError::LeaseNotPositive),
         Opt::Wait if value < 0 => return Err(LockError::WaitNegative),
@@ -119,8 +125,10 @@ fn option_value(opt: Opt, raw: &[u8], now_ms: i64) -> Result<i64, LockError> {
         Opt::Token => return Ok(value),
         _ => {}
     }
-    now_ms.checked_add(value).ok_or(LockError::TooLarge(opt))?;
-    Ok(value)
+    match now_ms.checked_add(value) {
+        Some(_) => Ok(value),
+        None => Err(LockError::TooLarge(opt)),
+    }
 }
 
 #[cfg(test)]

@@ -65,9 +65,11 @@ pub static LATCH_RELEASES: Counter = Counter::new();
 pub static SEM_HOLDINGS: Counter = Counter::new();
 /// Permits of semaphores granted, fresh or added by a holder.
 pub static SEM_PERMITS_GRANTED: Counter = Counter::new();
+/// Ends of listened holdings announced to their holders (`LOCK.LISTEN`).
+pub static LOSSES_ANNOUNCED: Counter = Counter::new();
 
 /// Every counter with its `INFO` field name, in the order `INFO rlock` lists them.
-pub const ALL: [(&str, &Counter); 19] = [
+pub const ALL: [(&str, &Counter); 20] = [
     ("acquired", &ACQUIRED),
     ("reentered", &REENTERED),
     ("released", &RELEASED),
@@ -87,6 +89,7 @@ pub const ALL: [(&str, &Counter); 19] = [
     ("latch_releases", &LATCH_RELEASES),
     ("sem_holdings", &SEM_HOLDINGS),
     ("sem_permits_granted", &SEM_PERMITS_GRANTED),
+    ("losses_announced", &LOSSES_ANNOUNCED),
 ];
 
 /// A gauge: a count that goes up and down.

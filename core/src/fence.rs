@@ -26,7 +26,9 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Result<FencedArgs<'a>, LockError> {
         return Err(LockError::WrongArity);
     };
     let owner = args::owner(owner)?;
-    let token = strict_i64(token).ok_or(LockError::NotAnInteger(Opt::Token))?;
+    let Some(token) = strict_i64(token) else {
+        return Err(LockError::NotAnInteger(Opt::Token));
+    };
     if token < 0 {
         return Err(LockError::TokenNegative);
     }

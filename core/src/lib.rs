@@ -9,12 +9,14 @@
 //!   from a few fields).
 //! - `parse` (each command's arguments), `lock` (the state machine: what a command does
 //!   to a lock), `receivers` (the tables of tickets: who receives each, who may cancel it,
-//!   mailboxes, parked `LOCK.GRANTS`).
+//!   mailboxes, parked `LOCK.GRANTS`), `watch` (the holdings whose end is announced to
+//!   their holder, `LOCK.LISTEN`).
 //! - `args` (argument parsing), `registry` (FIFO queues of waits ordered by arrival, exactly
 //!   one end per wait, grants, pending checks), `cluster` (key slots, `CLUSTER NODES`).
 //! - `error` (every error text), below it `fence_error` (`LOCK.FENCED`'s texts).
 //! - `echo` (how an error line echoes client bytes), `layout` (the fixed fields of each
-//!   hash layout, and the owner names they reserve), `token` (fencing tokens), `channel`
+//!   hash layout, and the owner names they reserve), `loss` (what announces the end of a
+//!   listened holding), `token` (fencing tokens), `channel`
 //!   (channel names), `counters` (`INFO rlock`'s counters), `idhash`, `reply` (replies as
 //!   plain values), `stall` (the stall clock), `verdict` (the gate's rules as a table).
 #![cfg_attr(
@@ -34,6 +36,7 @@ pub mod idhash;
 pub mod kind;
 pub mod layout;
 pub mod lock;
+pub mod loss;
 pub mod parse;
 pub mod receivers;
 pub mod registry;
@@ -45,3 +48,4 @@ pub mod semglance;
 pub mod stall;
 pub mod token;
 pub mod verdict;
+pub mod watch;

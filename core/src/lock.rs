@@ -102,9 +102,17 @@ pub enum ReleaseStep {
 
 pub fn release(current: Option<&Holding>, owner: &[u8]) -> ReleaseStep {
     match current {
-        Some(h) if h.is_held_by(owner) && h.count > 1 => ReleaseStep::Remaining(h.count - 1),
-        Some(h) if h.is_held_by(owner) => ReleaseStep::Freed,
+        Some(h) if h.is_held_by(owner) => release_held(h.count),
         _ => ReleaseStep::NotHeld,
+    }
+}
+
+/// The release by the holder of `count` holds: one fewer, or the lock freed.
+pub fn release_held(count: i64) -> ReleaseStep {
+    if count > 1 {
+        ReleaseStep::Remaining(count - 1)
+    } else {
+        ReleaseStep::Freed
     }
 }
 

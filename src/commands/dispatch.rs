@@ -6,6 +6,7 @@ use std::slice;
 
 use redis_module::raw;
 
+use crate::handoff::losses;
 use crate::host::guard;
 use crate::store::Name;
 use crate::waits::queues;
@@ -13,6 +14,7 @@ use rlock_core::error::LockError;
 use rlock_core::registry::Db;
 use rlock_core::reply::{error_line, Reply};
 use rlock_core::rwlock::Kind;
+use rlock_core::watch::{Cause, Held};
 
 /// The arguments of one call, command name first: the strings Redis passed and their
 /// bytes, both valid for the whole call. The bytes of the command name and of the key are
@@ -35,7 +37,10 @@ impl<'a> Args<'a> {
 
     /// The key (argv[1]); arity is checked by each parser first.
     pub fn key(&self) -> Result<*mut raw::RedisModuleString, LockError> {
-        self.strings.get(1).copied().ok_or(LockError::WrongArity)
+        match self.strings.get(1) {
+            Some(key) => Ok(*key),
+            None => Err(LockError::WrongArity),
+        }
     }
 
     /// Argument `i` as a name that writes and replication can reuse.
@@ -188,6 +193,9 @@ pub(crate) unsafe fn dispatch(
     };
     let args = Args { strings, bytes };
     let outcome = guard::command(name, || run(ctx, &args));
+    if losses::active() && follows(name) {
+        guard::callback("listened holdings", || after(ctx, name, &args, &outcome));
+    }
     reply(ctx, outcome);
     raw::REDISMODULE_OK as c_int
 }
@@ -210,4 +218,58 @@ fn reply(ctx: *mut raw::RedisModuleCtx, outcome: Result<Reply, LockError>) {
         sent.is_some(),
         "reply functions are part of every module API"
     );
+}
+
+/// Whether [`after`] has anything to do after command `name` (a plain lock's acquisition
+/// and release keep the table themselves, in the door and the release).
+fn follows(name: &str) -> bool {
+    matches!(
+        name,
+        "LOCK.FORCERELEASE"
+            | "RWLOCK.FORCERELEASE"
+            | "SEM.FORCERELEASE"
+            | "LOCK.RENEW"
+            | "RWLOCK.ACQUIRE"
+            | "RWLOCK.WAIT"
+            | "RWLOCK.RENEW"
+            | "SEM.ACQUIRE"
+            | "SEM.WAIT"
+            | "SEM.RENEW"
+            | "RWLOCK.RELEASE"
+            | "SEM.RELEASE"
+    )
+}
+
+/// After a command that may have made, changed or ended listened holdings (`LOCK.LISTEN`):
+/// the table follows the caller's own holding; the holdings of others that ended (a force
+/// release, a lease that ended) are announced.
+fn after(
+    ctx: *mut raw::RedisModuleCtx,
+    name: &str,
+    args: &Args<'_>,
+    outcome: &Result<Reply, LockError>,
+) -> Result<(), LockError> {
+    let (Ok(_), Some(key)) = (outcome, args.strings().get(1)) else {
+        return Ok(());
+    };
+    let key = redis_module::RedisString::string_as_slice(*key);
+    let owner = args.bytes().get(2).copied();
+    let rw = &[Held::Read, Held::Write][..];
+    match (name, owner) {
+        ("LOCK.FORCERELEASE" | "RWLOCK.FORCERELEASE" | "SEM.FORCERELEASE", _) => {
+            losses::settle(ctx, key, (Cause::ForceRelease, None))?;
+        }
+        ("LOCK.RENEW", Some(owner)) => losses::track(ctx, key, owner, &[Held::Lock])?,
+        ("RWLOCK.ACQUIRE" | "RWLOCK.WAIT" | "RWLOCK.RENEW", Some(owner)) => {
+            losses::settle_and_track(ctx, key, Cause::Expired, (Some(owner), rw))?;
+        }
+        ("SEM.ACQUIRE" | "SEM.WAIT" | "SEM.RENEW", Some(owner)) => {
+            losses::settle_and_track(ctx, key, Cause::Expired, (Some(owner), &[Held::Permits]))?;
+        }
+        ("RWLOCK.RELEASE" | "SEM.RELEASE", Some(owner)) => {
+            losses::settle(ctx, key, (Cause::Expired, Some(owner)))?;
+        }
+        _ => {}
+    }
+    Ok(())
 }

@@ -11,47 +11,80 @@ use redis_module::raw;
 
 use crate::commands::dispatch::{dispatch, Args};
 use crate::host::{call, gate, guard, node};
-use crate::store::{LockKey, Mode};
+use crate::store::{LockKey, Mode, Read};
 use rlock_core::error::LockError;
 use rlock_core::fence::{self, InnerKey, INNER};
+use rlock_core::lock::Holding;
 use rlock_core::reply::Reply;
 
 pub(super) fn run(ctx: *mut raw::RedisModuleCtx, args: &Args<'_>) -> Result<Reply, LockError> {
     let parsed = fence::parse(args.bytes())?;
     let command = args.strings().get(INNER..).unwrap_or_default();
-    let in_script = node::flags(ctx) & raw::REDISMODULE_CTX_FLAGS_LUA != 0;
+    let flags = node::flags(ctx);
+    let in_script = flags & raw::REDISMODULE_CTX_FLAGS_LUA != 0;
     fence::check_command(args.bytes().get(INNER..).unwrap_or_default(), in_script)?;
     // As a renewal would be: not on a (writable) replica, not while writes are paused, and
     // not while a stalled node may have been failed over behind its back.
     gate::client_writes(ctx)?;
     gate::renewals(node::now_ms())?;
     let key = LockKey::open(ctx, args.key()?, Mode::Read)?;
-    let positions = call::keys_of(ctx, command)?;
-    let keys: Vec<InnerKey<'_>> = positions
-        .iter()
-        .filter_map(|&(at, read_only)| {
-            let name = args.bytes().get(INNER + at)?;
-            Some(InnerKey { name, read_only })
-        })
-        .collect();
-    fence::check_keys(key.name(), parsed.command, &keys, node::is_cluster(ctx))?;
-    let holding = match key.read_as(&args.name(2)?) {
-        // A read-write lock: its writer may write through the fence.
-        // A semaphore, or any other hash: not a lock.
-        Err(LockError::NotALock) => match key.read_rw() {
-            Ok(Some(state)) => fence::rw_holding(&state, key.name(), parsed.owner, node::now_ms())?,
-            Ok(None) => None,
-            Err(LockError::NotARwLock) => return Err(LockError::NotALock),
+    // Up to INLINE_KEYS keys on the stack; more in a Vec.
+    let mut inline = [InnerKey {
+        name: &[],
+        read_only: false,
+    }; INLINE_KEYS];
+    let (mut found, mut spilled) = (0, Vec::new());
+    call::keys_of(ctx, command, |at, read_only| {
+        let Some(&name) = args.bytes().get(INNER + at) else {
+            return;
+        };
+        let key = InnerKey { name, read_only };
+        match inline.get_mut(found) {
+            Some(slot) => *slot = key,
+            None => {
+                if spilled.is_empty() {
+                    spilled.extend_from_slice(&inline);
+                }
+                spilled.push(key);
+            }
+        }
+        found += 1;
+    })?;
+    let keys = inline.get(..found).unwrap_or(&spilled);
+    let cluster = flags & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0;
+    fence::check_keys(key.name(), parsed.command, keys, cluster)?;
+    let read = key.read_own(&args.name(2)?);
+    // The owner holds the lock with this very token: the check passes, nothing is copied.
+    if !matches!(read, Ok(Read::Own { token, .. }) if token == parsed.token) {
+        let holding = match read {
+            Ok(Read::Own { count, token }) => Some(Holding {
+                owner: parsed.owner.to_vec(),
+                count,
+                token,
+            }),
+            Ok(Read::Other(holding)) => holding,
+            // A read-write lock: its writer may write through the fence.
+            // A semaphore, or any other hash: not a lock.
+            Err(LockError::NotALock) => match key.read_rw() {
+                Ok(Some(state)) => {
+                    fence::rw_holding(&state, key.name(), parsed.owner, node::now_ms())?
+                }
+                Ok(None) => None,
+                Err(LockError::NotARwLock) => return Err(LockError::NotALock),
+                Err(e) => return Err(e),
+            },
             Err(e) => return Err(e),
-        },
-        read => read?,
-    };
-    fence::check_holding(holding.as_ref(), key.name(), parsed.owner, parsed.token)?;
+        };
+        fence::check_holding(holding.as_ref(), key.name(), parsed.owner, parsed.token)?;
+    }
     // The key handle is closed before the command runs: the command may write near it.
     drop(key);
     call::call_and_reply(ctx, command, in_script)?;
     Ok(Reply::Sent)
 }
+
+/// Keys of the inner command held on the stack.
+const INLINE_KEYS: usize = 8;
 
 /// The C function of `LOCK.FENCED`: a command, or (`getkeys-api`) a question about its
 /// keys.

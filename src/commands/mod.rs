@@ -22,6 +22,7 @@ pub mod latch_countdown;
 pub mod latch_set;
 mod latch_table;
 pub mod latch_wait;
+pub mod listen;
 pub mod raise;
 pub mod release;
 pub mod renew;
@@ -51,9 +52,9 @@ pub use sem_table::SEM_COMMANDS;
 use crate::commands::dispatch::call;
 use crate::host::spec::{ArgDoc, ArgKind, CommandSpec, KeyAccess};
 
-/// Every command. All but `LOCK.GRANTS` take the lock's key at position 1; `LOCK.FENCED`
+/// Every command. All but `LOCK.GRANTS` and `LOCK.LISTEN` take the lock's key at position 1; `LOCK.FENCED`
 /// also the keys of the command it runs, which its `getkeys-api` callback reports.
-pub const COMMANDS: [CommandSpec; 11] = [
+pub const COMMANDS: [CommandSpec; 12] = [
     CommandSpec {
         name: c"lock.acquire",
         flags: c"write deny-oom blocking",
@@ -164,7 +165,25 @@ pub const COMMANDS: [CommandSpec; 11] = [
         args: &[KEY, WAIT_ID],
         call: call!("LOCK.CANCEL", cancel),
     },
+    CommandSpec {
+        name: c"lock.listen",
+        flags: c"fast",
+        arity: 2,
+        keys: KeyAccess::None,
+        categories: c"",
+        summary: c"This connection listens for the ends of holdings of owners with this prefix that their holder did not ask for. Returns the channel to subscribe to.",
+        args: &[PREFIX],
+        call: call!("LOCK.LISTEN", listen),
+    },
 ];
+
+pub(super) const PREFIX: ArgDoc = ArgDoc {
+    name: c"prefix",
+    kind: ArgKind::String,
+    token: None,
+    optional: false,
+    summary: c"An owner id up to its last ':' (1 to 256 bytes).",
+};
 
 pub(super) const TICKET_WAIT: ArgDoc = ArgDoc {
     name: c"timeout",

@@ -12,11 +12,11 @@ pub const SEM_COMMANDS: [CommandSpec; 8] = [
     CommandSpec {
         name: c"sem.permits",
         flags: c"write deny-oom fast",
-        arity: 3,
+        arity: -3,
         keys: KeyAccess::Write,
         categories: c"hash",
-        summary: c"Sets the total permits of a semaphore, creating it; a raised total serves its queue. Returns the total.",
-        args: &[KEY, TOTAL],
+        summary: c"Sets the total permits of a semaphore (or adds to it), creating it; a raised total serves its queue. Returns the total.",
+        args: &[KEY, ADD, TOTAL],
         call: call!("SEM.PERMITS", sem_permits),
     },
     CommandSpec {
@@ -96,7 +96,15 @@ const TOTAL: ArgDoc = ArgDoc {
     kind: ArgKind::Integer,
     token: None,
     optional: false,
-    summary: c"The total permits, 0 to 2147483647.",
+    summary: c"The total permits, 0 to 2147483647; after ADD, the permits to add (-2147483647 to 2147483647).",
+};
+const ADD: ArgDoc = ArgDoc {
+    name: c"add",
+    kind: ArgKind::PureToken,
+    token: Some(c"ADD"),
+    optional: true,
+    summary:
+        c"Adds the permits to the total (a negative number takes some away) instead of setting it.",
 };
 const PERMITS: ArgDoc = ArgDoc {
     name: c"permits",

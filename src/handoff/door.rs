@@ -12,7 +12,7 @@
 
 use redis_module::raw;
 
-use crate::handoff::script_turns;
+use crate::handoff::{losses, script_turns};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Ask, Verdict};
 use crate::host::node;
@@ -142,6 +142,13 @@ pub fn fresh_holding(
             };
             key.apply_sem(&entry)?;
         }
+    }
+    if let Some(held) = losses::held_of(claim.kind) {
+        let count = match claim.kind {
+            Kind::Permits(permits) => i64::from(permits),
+            _ => 1,
+        };
+        losses::holds(ctx, key.name(), claim.owner.bytes, (held, token, count));
     }
     Ok(Door::Held { token, deadline_ms })
 }

@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void, CStr};
 use redis_module::raw;
 
 use crate::handoff::door::{self, Handed};
-use crate::handoff::{evicted, family_checks, latch_serve, script_turns};
+use crate::handoff::{evicted, family_checks, latch_serve, losses, script_turns};
 use crate::host::ffi::OwnedString;
 use crate::host::gate::{self, Verdict};
 use crate::host::{guard, node};
@@ -220,6 +220,8 @@ fn check_lock(ctx: *mut raw::RedisModuleCtx, check: &Check) -> Result<(), LockEr
     let name = OwnedString::new(ctx, &check.key)?;
     let mut result = Ok(());
     while_self_notifying(|| result = serve_or_rearm(ctx, check, &name));
+    // A lease that ended here ended a listened holding, perhaps.
+    losses::settle(ctx, &check.key, (rlock_core::watch::Cause::Expired, None))?;
     result
 }
 

@@ -15,6 +15,7 @@ pub mod expiry;
 pub mod family_checks;
 pub mod heartbeat;
 pub mod latch_serve;
+pub mod losses;
 pub mod rw_lease;
 pub mod rw_serve;
 pub mod rw_take;

@@ -10,9 +10,10 @@ use rlock_core::error::LockError;
 use rlock_core::lock::{self, AcquireStep, Holding};
 use rlock_core::registry::Db;
 use rlock_core::rwlock::Kind;
+use rlock_core::watch::Held;
 
 use crate::handoff::door::{self, Attempt, Handed};
-use crate::handoff::expiry;
+use crate::handoff::{expiry, losses};
 use crate::host::gate;
 use crate::host::node;
 use crate::store::{LockEntry, LockKey, Mode, Name, Over};
@@ -81,6 +82,7 @@ fn reenter(
     };
     key.write_holding(&holding, Over::Itself)?;
     expiry::lease_moved(ctx, key.name(), deadline_ms);
+    losses::holds(ctx, key.name(), owner.bytes, (Held::Lock, token, holds));
     counters::REENTERED.bump();
     Ok(())
 }

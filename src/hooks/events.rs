@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use redis_module::raw;
 
-use crate::handoff::{expiry, heartbeat, ticket_wait};
+use crate::handoff::{expiry, heartbeat, losses, ticket_wait};
 use crate::host::ffi::api;
 use crate::host::{config, gate, guard, node};
 use crate::store;
@@ -17,6 +17,7 @@ use crate::waits::{queues, tickets};
 use rlock_core::error::LockError;
 use rlock_core::kind::Family;
 use rlock_core::token::{self, TOKENS};
+use rlock_core::watch::Cause;
 
 /// Keyspace events (generic, expired, evicted, string): a `RESTORE` (or a `MIGRATE` into
 /// this node) teaches the token counter the restored lock's token; any event on a lock with
@@ -30,6 +31,9 @@ unsafe extern "C" fn on_key_event(
     key: *mut raw::RedisModuleString,
 ) -> c_int {
     guard::entry("keyspace event", 0, || {
+        if losses::active() && !store::self_notifying() {
+            guard::callback("a listened key changed", || key_changed(ctx, event, key));
+        }
         if class & raw::REDISMODULE_NOTIFY_STRING as c_int != 0 {
             if queues::any() && !store::self_notifying() {
                 guard::callback("string write", || {
@@ -61,6 +65,31 @@ unsafe extern "C" fn on_key_event(
         keep_the_callers_db(ctx, event);
         0
     })
+}
+
+/// A keyspace event from outside the module on a key with listened holdings: a key that is
+/// gone ended them all; a value written over it is read, and the holdings it no longer
+/// has (or has with fewer holds) ended.
+fn key_changed(
+    ctx: *mut raw::RedisModuleCtx,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> Result<(), LockError> {
+    if event.is_null() {
+        return Ok(());
+    }
+    // Redis passes the event's name as a C string.
+    let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+    let name = redis_module::RedisString::string_as_slice(key);
+    if !losses::tracks(ctx, name) {
+        return Ok(());
+    }
+    if let Some(cause) = Cause::of_removal(event) {
+        losses::key_gone(ctx, (node::selected_db(ctx), name), cause);
+    } else if let Some(cause) = Cause::of_overwrite(event) {
+        losses::settle(ctx, name, (cause, None))?;
+    }
+    Ok(())
 }
 
 /// A string written by a client: if it is a countdown latch with waits, it is checked on
@@ -136,6 +165,7 @@ unsafe extern "C" fn on_flush(
         }
         // For this event Redis passes a RedisModuleFlushInfo.
         let db: c_int = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
+        losses::db_gone(ctx, db, Cause::Flushed);
         expiry::on_flush(ctx, db);
         Ok(())
     });
@@ -151,11 +181,16 @@ unsafe extern "C" fn on_swapdb(
     data: *mut c_void,
 ) {
     guard::callback("swapdb event", || {
-        if data.is_null() || !queues::any() {
+        if data.is_null() {
             return Ok(());
         }
         // For this event Redis passes a RedisModuleSwapDbInfo.
         let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+        losses::db_gone(ctx, info.dbnum_first, Cause::Swapped);
+        losses::db_gone(ctx, info.dbnum_second, Cause::Swapped);
+        if !queues::any() {
+            return Ok(());
+        }
         expiry::on_flush(ctx, info.dbnum_first);
         expiry::on_flush(ctx, info.dbnum_second);
         Ok(())
@@ -172,9 +207,13 @@ unsafe extern "C" fn on_client_change(
 ) {
     guard::callback("client change", || {
         let gone = subevent == raw::REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED;
-        if gone && !data.is_null() && tickets::any_receiver() {
-            // For this event Redis passes a RedisModuleClientInfo.
-            let id = unsafe { (*data.cast::<raw::RedisModuleClientInfo>()).id };
+        if !gone || data.is_null() {
+            return Ok(());
+        }
+        // For this event Redis passes a RedisModuleClientInfo.
+        let id = unsafe { (*data.cast::<raw::RedisModuleClientInfo>()).id };
+        losses::client_gone(id);
+        if tickets::any_receiver() {
             ticket_wait::receiver_gone(ctx, id);
         }
         Ok(())
@@ -201,6 +240,7 @@ unsafe extern "C" fn on_role_change(
             }
             raw::REDISMODULE_EVENT_REPLROLECHANGED_NOW_REPLICA => {
                 gate::role_changed(true);
+                losses::forget_holdings();
                 // A check of each lock with waits refuses them, a slice a pass.
                 expiry::on_flush(ctx, -1);
             }

@@ -9,6 +9,7 @@ use std::ffi::c_int;
 
 use redis_module::raw;
 
+use crate::handoff::losses;
 use crate::host::{gate, guard, node};
 use crate::waits::{queues, tickets};
 use rlock_core::counters;
@@ -40,7 +41,7 @@ extern "C" fn add_info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
 /// connections aside).
 const BLOCKED_CLIENT_BYTES: usize = 28 * 1024;
 
-fn gauges() -> [(&'static str, i64); 8] {
+fn gauges() -> [(&'static str, i64); 9] {
     let (queued, queues, bytes) = queues::gauges();
     let (tickets, unread, ticket_bytes) = tickets::gauges();
     // A ticket is no blocked client: it costs its registry entry and its tables alone.
@@ -58,6 +59,7 @@ fn gauges() -> [(&'static str, i64); 8] {
         ("unread_outcomes", to_i64(unread)),
         ("timers", counters::TIMERS.get()),
         ("stalls", STALLS.count()),
+        ("listened_holdings", to_i64(losses::gauges().0)),
     ]
 }
 

@@ -17,7 +17,7 @@
 //! commands) `fence.rs` refuses by name, and `LOCK.FENCED` is itself a `write` command, so
 //! Redis refuses it where a script's writes would be refused.
 
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{c_int, c_void, CStr, CString};
 use std::io;
 use std::ptr;
 
@@ -30,12 +30,14 @@ use rlock_core::fence;
 /// The module string arguments of a command, its name first.
 pub type Argv<'a> = &'a [*mut raw::RedisModuleString];
 
-/// Positions (into `argv`) of the keys of the command `argv`, with whether it only reads
-/// each: an empty list for a command without keys.
+/// Calls `each` with the position (into `argv`) of every key of the command `argv`, and
+/// whether it only reads it: no call for a command without keys. Nothing is allocated
+/// here: the positions are read from Redis's own arrays.
 pub fn keys_of(
     ctx: *mut raw::RedisModuleCtx,
     argv: Argv<'_>,
-) -> Result<Vec<(usize, bool)>, LockError> {
+    mut each: impl FnMut(usize, bool),
+) -> Result<(), LockError> {
     let get_keys = api!(RedisModule_GetCommandKeysWithFlags);
     let free = api!(RedisModule_Free);
     let argc = c_int::try_from(argv.len()).map_err(|_| LockError::WrongArity)?;
@@ -47,25 +49,26 @@ pub fn keys_of(
     if positions.is_null() {
         let command = || clip(name_of(argv));
         return match errno {
-            0 => Ok(Vec::new()),
+            0 => Ok(()),
             ENOENT => Err(LockError::Fence(FenceError::Unknown { command: command() })),
             _ => Err(LockError::Fence(FenceError::Arity { command: command() })),
         };
     }
-    let keys = (0..usize::try_from(count).unwrap_or(0))
-        .map(|i| {
-            // Redis returned `count` positions, and as many flags when `flags` is set.
-            let at = usize::try_from(unsafe { *positions.add(i) }).unwrap_or(0);
-            let read_only = !flags.is_null() && is_read_only(unsafe { *flags.add(i) });
-            (at, read_only)
-        })
-        .collect();
+    for i in 0..usize::try_from(count).unwrap_or(0) {
+        // Redis returned `count` positions, and as many flags when `flags` is set.
+        let at = usize::try_from(unsafe { *positions.add(i) }).unwrap_or(0);
+        let read_only = !flags.is_null() && is_read_only(unsafe { *flags.add(i) });
+        each(at, read_only);
+    }
     unsafe { free(positions.cast::<c_void>()) };
     if !flags.is_null() {
         unsafe { free(flags.cast::<c_void>()) };
     }
-    Ok(keys)
+    Ok(())
 }
+
+/// Command names shorter than this are made into C strings on the stack.
+const SHORT_NAME: usize = 64;
 
 const ENOENT: i32 = 2;
 const EACCES: i32 = 13;
@@ -110,7 +113,8 @@ pub fn report_keys(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>, inner: usize) 
         // Refused when it runs; looking its keys up would recurse once per nesting.
         return;
     }
-    for (at, read_only) in keys_of(ctx, command).unwrap_or_default() {
+    // A command Redis cannot find the keys of reports none.
+    let _ = keys_of(ctx, command, |at, read_only| {
         let flags = if read_only {
             raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS
         } else {
@@ -119,7 +123,7 @@ pub fn report_keys(ctx: *mut raw::RedisModuleCtx, argv: Argv<'_>, inner: usize) 
         if let Ok(pos) = c_int::try_from(inner + at) {
             unsafe { key_at(ctx, pos, flags as c_int) };
         }
-    }
+    });
 }
 
 /// Runs the command `argv` (its name first) and sends its reply to the client;
@@ -134,8 +138,20 @@ pub fn call_and_reply(
     let free = api!(RedisModule_FreeCallReply);
     let name_bytes = name_of(argv);
     let command = || clip(name_bytes);
-    let name = CString::new(name_bytes)
-        .map_err(|_| LockError::Fence(FenceError::Unknown { command: command() }))?;
+    let unknown = || LockError::Fence(FenceError::Unknown { command: command() });
+    // The name with its NUL: on the stack when it is short, as command names are.
+    let mut short = [0u8; SHORT_NAME];
+    let long: CString;
+    let name: &CStr = match short.get_mut(..name_bytes.len()) {
+        Some(head) if name_bytes.len() < SHORT_NAME && !name_bytes.contains(&0) => {
+            head.copy_from_slice(name_bytes);
+            CStr::from_bytes_until_nul(&short).map_err(|_| unknown())?
+        }
+        _ => {
+            long = CString::new(name_bytes).map_err(|_| unknown())?;
+            &long
+        }
+    };
     let args = argv.get(1..).unwrap_or_default();
     if in_script && refused_in_scripts(ctx, argv)? {
         return Err(LockError::Fence(FenceError::Refused {

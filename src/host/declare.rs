@@ -149,6 +149,7 @@ fn arg(doc: &ArgDoc) -> raw::RedisModuleCommandArg {
         }
         ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
         ArgKind::UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
+        ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
     };
     out.key_spec_index = if doc.kind == ArgKind::Key { 0 } else { -1 };
     out.token = doc.token.map_or(ptr::null(), CStr::as_ptr);

@@ -16,21 +16,27 @@ use rlock_core::reply::Reply;
 
 /// Runs the body of a function Redis calls; a panic is logged and `fallback` returned.
 pub fn entry<T>(name: &'static str, fallback: T, body: impl FnOnce() -> T) -> T {
+    contain(name, body, || fallback)
+}
+
+/// Runs `body`; a panic is logged and `fallback()` returned.
+fn contain<T>(name: &'static str, body: impl FnOnce() -> T, fallback: impl FnOnce() -> T) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(_) => {
             logging::log_warning(format!("rlock: {name}: internal error (panic caught)"));
-            fallback
+            fallback()
         }
     }
 }
 
-/// Runs a command body; a panic becomes an `ERR internal` error.
+/// Runs a command body; a panic becomes an `ERR internal` error (made only then: an error
+/// made for every call and dropped would cost a call of its drop glue).
 pub fn command(
     name: &'static str,
     body: impl FnOnce() -> Result<Reply, LockError>,
 ) -> Result<Reply, LockError> {
-    entry(name, Err(LockError::Internal(name)), body)
+    contain(name, body, || Err(LockError::Internal(name)))
 }
 
 /// Runs a callback that has nobody to reply to: errors and panics are logged.

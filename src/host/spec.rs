@@ -36,6 +36,8 @@ pub enum ArgKind {
     UnixTime,
     /// Strings, any number of them (the arguments of a command run inside another).
     Strings,
+    /// A keyword alone (its `token`), with no value after it.
+    PureToken,
 }
 
 /// One argument in `COMMAND DOCS`.

@@ -1,4 +1,5 @@
-//! The lock's state in Redis: reading a lock's hash and its TTL here; `write.rs` writes
+//! The lock's state in Redis: reading a lock's hash and its TTL here (`read_own.rs`: as its
+//! holder asks); `write.rs` writes
 //! them and replicates every write; `publish.rs` sends the release message; `persist.rs`
 //! keeps the token counter in the RDB; `slot_keys.rs` learns the tokens of slots a
 //! migration brought. A leaf over Redis's key API: it arms no timer and serves no waiter.
@@ -13,7 +14,6 @@ use redis_module::raw;
 
 use crate::host::config;
 use crate::host::ffi::{api, kept, OwnedString};
-use rlock_core::args::strict_i64;
 use rlock_core::error::LockError;
 use rlock_core::lock::{Holding, TOKEN_FIELD};
 use rlock_core::token::TOKENS;
@@ -21,12 +21,14 @@ use rlock_core::token::TOKENS;
 pub mod latch;
 pub mod persist;
 pub mod publish;
+mod read_own;
 mod rw;
 mod rw_live;
 mod sem;
 pub mod slot_keys;
 mod write;
 
+pub use read_own::Read;
 pub use rw::{entry_of, RwEntry};
 pub use sem::{sem_entry, SemEntry};
 pub use write::{LockEntry, Over, Replicate};
@@ -78,6 +80,8 @@ pub struct LockKey {
     ctx: *mut raw::RedisModuleCtx,
     key: *mut raw::RedisModuleKey,
     name: *mut raw::RedisModuleString,
+    /// The bytes of `name`, asked of Redis once: (start, length).
+    bytes: (*const u8, usize),
 }
 
 impl LockKey {
@@ -93,11 +97,27 @@ impl LockKey {
             Mode::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
         };
         let key = unsafe { open(ctx, name, mode as c_int) };
-        Ok(LockKey { ctx, key, name })
+        Ok(LockKey::new(ctx, key, name))
+    }
+
+    fn new(
+        ctx: *mut raw::RedisModuleCtx,
+        key: *mut raw::RedisModuleKey,
+        name: *mut raw::RedisModuleString,
+    ) -> LockKey {
+        let bytes = redis_module::RedisString::string_as_slice(name);
+        let bytes = (bytes.as_ptr(), bytes.len());
+        LockKey {
+            ctx,
+            key,
+            name,
+            bytes,
+        }
     }
 
     pub fn name(&self) -> &[u8] {
-        redis_module::RedisString::string_as_slice(self.name)
+        // The bytes of `name`, which outlives the key handle and is never changed.
+        unsafe { std::slice::from_raw_parts(self.bytes.0, self.bytes.1) }
     }
 
     /// Reads the lock: `None` when the key does not exist, an error when it is not a lock.
@@ -131,50 +151,6 @@ impl LockKey {
                     .map_err(|_| LockError::NotALock)
             }
             _ => Err(LockError::WrongType),
-        }
-    }
-
-    /// Reads the lock knowing who asks: when `owner` holds it, two field lookups replace
-    /// the scan of the hash.
-    pub fn read_as(&self, owner: &Name<'_>) -> Result<Option<Holding>, LockError> {
-        let hash_get = api!(RedisModule_HashGet);
-        let Some(len) = self.hash_len()? else {
-            return Ok(None);
-        };
-        if owner.bytes.first() == Some(&b'@') || !(1..=2).contains(&len) {
-            return self.read();
-        }
-        let mut count: *mut raw::RedisModuleString = ptr::null_mut();
-        let mut token: *mut raw::RedisModuleString = ptr::null_mut();
-        unsafe {
-            hash_get(
-                self.key,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                owner.raw,
-                &mut count as *mut _,
-                token_field()?,
-                &mut token as *mut _,
-                ptr::null_mut::<raw::RedisModuleString>(),
-            );
-        }
-        let (count, token) = (self.adopt(count), self.adopt(token));
-        let number = |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes()));
-        let holding = match (number(&count), &token, number(&token), len) {
-            (Some(c), None, _, 1) if c > 0 => Some((c, 0)),
-            (Some(c), Some(_), Some(t), 2) if c > 0 && t >= 0 => Some((c, t)),
-            _ => None,
-        };
-        match holding {
-            Some((count, token)) => {
-                TOKENS.learn(token, config::token_gap());
-                Ok(Some(Holding {
-                    owner: owner.bytes.to_vec(),
-                    count,
-                    token,
-                }))
-            }
-            // Not held by `owner`, or not a lock: the full read says which.
-            None => self.read(),
         }
     }
 
@@ -275,7 +251,7 @@ pub fn learn_token_of(
     name: *mut raw::RedisModuleString,
     key: *mut raw::RedisModuleKey,
 ) -> Result<(), LockError> {
-    let key = ManuallyDrop::new(LockKey { ctx, key, name });
+    let key = ManuallyDrop::new(LockKey::new(ctx, key, name));
     learned(&key)
 }
 

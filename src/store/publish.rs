@@ -106,3 +106,18 @@ pub fn rw_release_message(ctx: *mut raw::RedisModuleCtx, key: &[u8]) -> Result<(
     unsafe { publish(ctx, channel.0, message) };
     Ok(())
 }
+
+/// Publishes `message` on `channel` (a holder's loss channel) with `PUBLISH`, which a
+/// cluster carries to every node: a shard channel would have to hash to a slot of this
+/// node, and the owner's channel does not.
+pub fn loss_message(
+    ctx: *mut raw::RedisModuleCtx,
+    channel: &[u8],
+    message: &[u8],
+) -> Result<(), LockError> {
+    let publish = api!(RedisModule_PublishMessage);
+    let channel = OwnedString::new(ctx, channel)?;
+    let message = OwnedString::new(ctx, message)?;
+    unsafe { publish(ctx, channel.0, message.0) };
+    Ok(())
+}

@@ -34,9 +34,8 @@ pub struct RwEntry<'a> {
 }
 
 impl LockKey {
-    /// Reads the read-write lock: `None` when the key does not exist; `WRONGTYPE` when it
-    /// is not a hash, or a hash of another shape (a plain lock). The token counter learns
-    /// every holder's token.
+    /// Reads the read-write lock: `None` when there is no key; `WRONGTYPE` for another
+    /// value or shape. The token counter learns every holder's token.
     pub fn read_rw(&self) -> Result<Option<RwState>, LockError> {
         let Some(len) = self.hash_len()? else {
             return Ok(None);
@@ -62,8 +61,7 @@ impl LockKey {
         Ok(w.is_some())
     }
 
-    /// A few field lookups: the `@w` mark, `owner`'s own fields, and the writer's lease
-    /// (`fields` 0: no key; `WRONGTYPE` when the key is not a hash).
+    /// The `@w` mark, `owner`'s fields, the writer's lease, in few lookups (`fields` 0: none).
     pub fn glance(&self, owner: &Name<'_>) -> Result<Glance, LockError> {
         let Some(fields) = self.hash_len()? else {
             return Ok(Glance::default());
@@ -149,9 +147,8 @@ impl LockKey {
         out.map(|s| self.adopt(s))
     }
 
-    /// Makes `entry` the holding of its owner (or takes the owner out), replicated as one
-    /// `RWLOCK.APPLY`; deletes the key when no holder is left. Returns whether the key
-    /// still exists.
+    /// Makes `entry` the holding of its owner (or takes it out), replicated as one
+    /// `RWLOCK.APPLY`; no holder left deletes the key. Returns whether the key exists.
     pub fn apply_rw(&self, entry: &RwEntry<'_>) -> Result<bool, LockError> {
         let exists = self.set_holder(entry)?;
         let replicate = api!(RedisModule_Replicate);
@@ -175,8 +172,7 @@ impl LockKey {
         Ok(exists)
     }
 
-    /// The local write of [`apply_rw`](Self::apply_rw), also what a replayed
-    /// `RWLOCK.APPLY` does.
+    /// The local write of [`apply_rw`](Self::apply_rw), and of a replayed `RWLOCK.APPLY`.
     pub fn set_holder(&self, entry: &RwEntry<'_>) -> Result<bool, LockError> {
         let hash_set = api!(RedisModule_HashSet);
         let value_length = api!(RedisModule_ValueLength);
@@ -233,9 +229,8 @@ impl LockKey {
         Ok(true)
     }
 
-    /// Raises the key's TTL to end no earlier than `deadline_ms`.
-    /// Compared as absolute times, so that a replica or an AOF replay decides as the master
-    /// did, whenever it runs.
+    /// Raises the key's TTL to end no earlier than `deadline_ms`, compared as absolute times
+    /// so that a replica or an AOF replay decides as the master did, whenever it runs.
     fn raise_ttl(&self, deadline_ms: i64) -> Result<(), LockError> {
         let get_abs_expire = api!(RedisModule_GetAbsExpire);
         let expire_at = unsafe { get_abs_expire(self.key) };

@@ -147,8 +147,9 @@ impl LockKey {
                 deadline.0,
             );
         }
+        // One signal for the write: a second would find nothing more to invalidate.
         self.notify(raw::REDISMODULE_NOTIFY_HASH, c"hset")?;
-        self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")
+        self.notify_only(raw::REDISMODULE_NOTIFY_GENERIC, c"expire")
     }
 
     /// What a holding of `owner` would be written over.
@@ -227,10 +228,16 @@ impl LockKey {
         self.notify(raw::REDISMODULE_NOTIFY_GENERIC, c"del")
     }
 
+    /// Signals the key as modified (`WATCH`, client-side caching) and sends `event`.
     pub(super) fn notify(&self, class: c_int, event: &CStr) -> Result<(), LockError> {
-        let notify = api!(RedisModule_NotifyKeyspaceEvent);
         let signal = api!(RedisModule_SignalModifiedKey);
         unsafe { signal(self.ctx, self.name) };
+        self.notify_only(class, event)
+    }
+
+    /// Sends `event`, for a write already signalled.
+    fn notify_only(&self, class: c_int, event: &CStr) -> Result<(), LockError> {
+        let notify = api!(RedisModule_NotifyKeyspaceEvent);
         while_self_notifying(|| unsafe {
             notify(self.ctx, class, event.as_ptr(), self.name);
         });

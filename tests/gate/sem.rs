@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::memory::evicted_with_five_waiters;
 use super::support::{int, wait_until, Server};
 use super::wire::{Reply, Wire};
-use super::{assert_alive, enqueue_command, SETTLE};
+use super::{assert_alive, enqueue_command, lease_ends_in_the_stall, SETTLE};
 
 #[test]
 fn a_semaphore_evicted_with_waiters_is_not_handed_on() {
@@ -42,13 +42,14 @@ fn a_master_that_stalled_renews_adds_and_grants_no_permits_when_it_resumes() {
     let mut con = master.conn();
     int(&mut con, &["SEM.PERMITS", "s", "2"]);
     int(&mut con, &["SEM.ACQUIRE", "s", "a", "1", "LEASE", "30000"]);
-    int(&mut con, &["SEM.ACQUIRE", "s", "b", "1", "LEASE", "1000"]);
+    int(&mut con, &["SEM.ACQUIRE", "s", "b", "1", "LEASE", "60000"]);
     // On t, with nobody queued, a may add a permit: but not on a node that stalled.
     int(&mut con, &["SEM.PERMITS", "t", "2"]);
     int(&mut con, &["SEM.ACQUIRE", "t", "a", "1", "LEASE", "30000"]);
     let mut c = enqueue_command(&master, &["SEM.ACQUIRE", "s", "c", "1", "WAIT", "0"]);
     let mut renewal = Wire::connect(&master);
     let mut more = Wire::connect(&master);
+    lease_ends_in_the_stall(&mut con, "SEM", ("s", "b"), 1000);
     master.signal("STOP");
     // The stall itself is what is tested: nothing to wait for but time.
     std::thread::sleep(Duration::from_millis(2500));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::support::sentinel::Deployment;
 use super::support::{info_field, int, wait_until, Server};
 use super::wire::{Reply, Wire};
-use super::{assert_alive, enqueue, rlock_info, SETTLE};
+use super::{assert_alive, enqueue, lease_ends_in_the_stall, rlock_info, SETTLE};
 
 /// Sentinel's guidance for a fenced deployment: a master without a replica accepts no
 /// write, and a promoted replica grants nothing of what it does not have for a while.
@@ -36,12 +36,13 @@ fn a_master_that_stalled_renews_and_grants_nothing_when_it_resumes() {
     assert!(counted, "the replica never counted");
     let mut con = master.conn();
     int(&mut con, &["LOCK.ACQUIRE", "held", "a", "LEASE", "30000"]);
-    int(&mut con, &["LOCK.ACQUIRE", "ending", "b", "LEASE", "1000"]);
+    int(&mut con, &["LOCK.ACQUIRE", "ending", "b", "LEASE", "60000"]);
     // d comes first, and its WAIT runs out while the node stands still; c waits longer.
     let mut d = enqueue(&master, "ending", &["d", "WAIT", "1500"]);
     let mut c = enqueue(&master, "ending", &["c", "WAIT", "0"]);
     let mut renewal = Wire::connect(&master);
     let mut reentry = Wire::connect(&master);
+    lease_ends_in_the_stall(&mut con, "LOCK", ("ending", "b"), 1000);
     master.signal("STOP");
     // The stall itself is what is tested: nothing to wait for but time.
     std::thread::sleep(Duration::from_millis(2500));
@@ -90,9 +91,10 @@ fn a_live_master_failed_over_by_sentinel_grants_and_renews_nothing_after_it_resu
         });
         assert!(delay_over, "round {round}: the failover delay never ended");
         int(&mut con, &["LOCK.ACQUIRE", &held, "a", "LEASE", "60000"]);
-        int(&mut con, &["LOCK.ACQUIRE", &ending, "b", "LEASE", "1500"]);
+        int(&mut con, &["LOCK.ACQUIRE", &ending, "b", "LEASE", "60000"]);
         let mut waiter = enqueue(server, &ending, &["c", "WAIT", "0"]);
         let mut renewal = Wire::connect(server);
+        lease_ends_in_the_stall(&mut con, "LOCK", (&ending, "b"), 1500);
         server.signal("STOP");
         // Seconds, or 30 s more if a sentinel held up on a loaded machine enters TILT mode.
         let new = deployment.await_new_master(master, Duration::from_secs(90));
@@ -109,7 +111,10 @@ fn a_live_master_failed_over_by_sentinel_grants_and_renews_nothing_after_it_resu
         let accepted = Ok(Some(Reply::Int(1)));
         assert_ne!(renewed, accepted, "round {round}: the old master renewed");
         match waiter.reply_or_close(Duration::from_secs(60)) {
-            Ok(Some(Reply::Int(t))) => panic!("round {round}: the old master granted token {t}"),
+            Ok(Some(Reply::Int(t))) => panic!(
+                "round {round}: the old master granted token {t}:\n{}",
+                deployment.logs()
+            ),
             Ok(None) => panic!("round {round}: no reply:\n{}", deployment.logs()),
             Ok(Some(_)) | Err(_) => {}
         }

@@ -11,6 +11,7 @@ pub mod forcerelease;
 pub mod grants;
 pub mod info;
 pub mod latch;
+pub mod listen;
 pub mod raise;
 pub mod release;
 pub mod renew;

@@ -28,10 +28,45 @@ pub fn total(raw: &[u8]) -> Result<i64, LockError> {
         })
 }
 
-/// `SEM.PERMITS key n`: the total.
-pub fn parse_total(argv: &[&[u8]]) -> Result<i64, LockError> {
+/// What `SEM.PERMITS` sets: the total, or the total plus a change (`ADD n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Total {
+    Set(i64),
+    Add(i64),
+}
+
+impl Total {
+    /// The new total of a semaphore whose total is `current`: 0 to 2^31 - 1, or the error
+    /// of a total out of bounds (nothing is changed then).
+    pub fn applied(self, current: i64) -> Result<i64, LockError> {
+        match self {
+            Total::Set(n) => Ok(n),
+            Total::Add(n) => Some(current.saturating_add(n))
+                .filter(|t| (0..=MAX).contains(t))
+                .ok_or(LockError::BadArg {
+                    name: "the total of permits",
+                    expected: "an integer from 0 to 2147483647 (after ADD)",
+                }),
+        }
+    }
+}
+
+/// `SEM.PERMITS key n`, or `SEM.PERMITS key ADD n`: the total, or the change to it
+/// (-2^31 + 1 to 2^31 - 1).
+pub fn parse_total(argv: &[&[u8]]) -> Result<Total, LockError> {
     match argv {
-        [_, _key, n] => total(n),
+        [_, _key, n] => total(n).map(Total::Set),
+        [_, _key, add, n] if add.eq_ignore_ascii_case(b"ADD") => strict_i64(n)
+            .filter(|n| (-MAX..=MAX).contains(n))
+            .map(Total::Add)
+            .ok_or(LockError::BadArg {
+                name: "the permits to add",
+                expected: "an integer from -2147483647 to 2147483647",
+            }),
+        [_, _key, given, _] => Err(LockError::UnknownOption {
+            given: given.to_vec(),
+            expected: "ADD",
+        }),
         _ => Err(LockError::WrongArity),
     }
 }
@@ -97,6 +132,37 @@ mod tests {
         assert_eq!(
             permits(b"0").unwrap_err().to_string(),
             "ERR permits must be an integer from 1 to 2147483647"
+        );
+    }
+
+    #[test]
+    fn a_total_is_set_or_changed_within_its_bounds() {
+        assert_eq!(
+            parse_total(&[b"SEM.PERMITS", b"k", b"3"]),
+            Ok(Total::Set(3))
+        );
+        let add = parse_total(&[b"SEM.PERMITS", b"k", b"add", b"-2"]).unwrap();
+        assert_eq!(add, Total::Add(-2));
+        assert_eq!(add.applied(5), Ok(3));
+        assert!(add.applied(1).is_err());
+        assert_eq!(Total::Add(MAX).applied(0), Ok(MAX));
+        assert!(Total::Add(1).applied(MAX).is_err());
+        assert_eq!(
+            Total::Add(1).applied(MAX).unwrap_err().to_string(),
+            "ERR the total of permits must be an integer from 0 to 2147483647 (after ADD)"
+        );
+        for bad in [&b"x"[..], b"2147483648", b"-2147483648", b""] {
+            let err = parse_total(&[b"SEM.PERMITS", b"k", b"ADD", bad]).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "ERR the permits to add must be an integer from -2147483647 to 2147483647"
+            );
+        }
+        let err = parse_total(&[b"SEM.PERMITS", b"k", b"PLUS", b"1"]).unwrap_err();
+        assert_eq!(err.to_string(), "ERR unknown option 'PLUS', expected ADD");
+        assert_eq!(
+            parse_total(&[b"SEM.PERMITS", b"k", b"ADD", b"1", b"2"]),
+            Err(LockError::WrongArity)
         );
     }
 
