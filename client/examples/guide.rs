@@ -70,10 +70,14 @@ async fn guide(url: &str) -> Result<(), Error> {
         .await?; // Err(Error::Lost { .. }) if lost before the work ended
     written?; // the fenced write's own outcome
 
-    // Reentrant by default: the acquisitions of one task share an owner (`<client id>:t<task id>`).
+    // Reentrant inside the holding's scope (with_lock's work, or guard.scope(...)).
     let outer = client.lock("lock:tree").acquire().await?;
-    let inner = client.lock("lock:tree").acquire().await?; // the same task: a second hold
+    let inner = outer.scope(client.lock("lock:tree").acquire()).await?; // a second hold
+    assert_eq!(inner.token(), outer.token()); // the same holding
     assert_eq!(inner.release().await?, 1); // holds remaining: still held
+                                           // Outside any scope, even in the same task, an acquisition contends (tokio's Mutex too).
+    let busy = client.lock("lock:tree").try_acquire(Duration::ZERO).await?;
+    assert!(busy.is_none()); // the lock is held: no reentry here
     outer.release().await?;
     // An explicit owner shares one holding between tasks (`<client id>:<n>`).
     let me = client.owner();
@@ -121,9 +125,10 @@ async fn latch(client: &Client) -> Result<(), Error> {
 
 async fn semaphore(client: &Client) -> Result<(), Error> {
     let pool = client.semaphore("sem:gpus"); // a semaphore: SEM.* on its key
-    pool.set_permits(4).await?; // the total, shared by every client
+    pool.set_permits(3).await?; // the total, shared by every client
+    assert_eq!(pool.add_permits(1).await?, 4); // SEM.PERMITS ADD: the new total
     let training = pool.acquire(3).await?; // three of the four, renewed by the watchdog
-    let more = pool.acquire(1).await?; // the same task adds one: the same token
+    let more = training.scope(pool.acquire(1)).await?; // in its scope: one more, the same token
     let other = client.owner().semaphore("sem:gpus");
     assert!(other.try_acquire(1, Duration::ZERO).await?.is_none()); // none left
     assert_eq!(pool.available_permits().await?, 0); // a snapshot (SEM.INFO): all held

@@ -141,8 +141,7 @@ impl BlockingClient {
         Owner::with_id(&self.client, id)
     }
 
-    /// How many threads this client keeps an owner id for: those with guards (or that asked
-    /// for their id and hold nothing yet).
+    /// How many threads this client keeps an owner id for (those with guards, or that asked).
     pub fn owners(&self) -> usize {
         self.threads.map().len()
     }
@@ -289,8 +288,7 @@ impl BlockingLock {
         guard.ok_or_else(|| Error::internal("an acquisition ended without a guard"))
     }
 
-    /// Tries to acquire the lock as the calling thread, waiting up to `wait`; see
-    /// [`Lock::try_acquire`](crate::Lock::try_acquire).
+    /// Tries to acquire it as the calling thread, for up to `wait`; see [`Lock::try_acquire`].
     pub fn try_acquire(&self, wait: Duration) -> Result<Option<BlockingGuard>> {
         let guard = self.client.rt.block_on(self.as_thread().try_acquire(wait));
         self.wrap(guard)

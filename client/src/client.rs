@@ -20,10 +20,9 @@ use crate::semaphore::Semaphore;
 /// factory of its locks.
 ///
 /// Cheap to clone (all clones share one connection per server and one watchdog). Each client
-/// has a random id, the prefix of its owner ids: `<client id>:t<task id>` for a task's
-/// acquisitions, `<client id>:h<n>` for a thread's outside any task, `<client id>:<n>` for an
-/// [`Owner`] (see [`Client::lock`]). The client's background work (the watchdog, background
-/// releases) runs on the tokio runtime it was opened on.
+/// has a random id, the prefix of its owner ids: `<client id>:<n>` for each acquisition
+/// outside a scope and for each [`Owner`] (see [`Client::lock`]). The client's background
+/// work (the watchdog, background releases) runs on the tokio runtime it was opened on.
 #[derive(Clone)]
 pub struct Client {
     core: Arc<Core>,
@@ -135,22 +134,21 @@ impl Client {
         &self.server
     }
 
-    /// A lock on `name` (the Redis key), reentrant per task, as Redisson's `RLock` is per
-    /// thread: an acquisition is owned by the tokio task that makes it,
-    /// `<client id>:t<task id>` ([`tokio::task::try_id`]), so a nested acquisition of a lock
-    /// the task holds adds a hold at once (the same token; the lock stays held until every
-    /// hold is released), and other tasks wait.
+    /// A lock on `name` (the Redis key). Each acquisition is a holding of its own (owner
+    /// id `<client id>:<n>`): acquisitions contend as with tokio's `Mutex`, in different
+    /// tasks or in futures joined in one task (`join!`, `join_all`, `select!`).
     ///
-    /// - Futures run together in one task (`join!`, `select!`) share its owner; spawn them to
-    ///   have them contend, or give them [`Owner`]s of their own.
-    /// - Outside any task (the body of `#[tokio::main]` or `#[tokio::test]`, a future of
-    ///   `block_on` or `LocalSet::run_until`: tokio gives these no task id), the owner is the
-    ///   calling thread's, `<client id>:h<n>`. Inside `spawn_blocking`, it is that task's.
+    /// - Inside a holding's scope (the work of [`Lock::with_lock`], a future in
+    ///   [`Guard::scope`](crate::Guard::scope)), an acquisition of the same lock reenters
+    ///   that holding: another hold at once, the same owner and token; the lock stays held
+    ///   until every hold is released.
+    /// - Outside any scope, a task that acquires a lock it holds already waits for its own
+    ///   holding to end (for ever, or up to its wait limit, while it keeps the guard); the
+    ///   client logs a `WARN` event naming the key when that wait starts.
     /// - A guard keeps its owner wherever it is moved, and releases from any task.
     /// - An [`Owner`] (from [`Client::owner`]) shares one holding between tasks explicitly.
-    ///
-    /// A task that holds a lock through an [`Owner`] and acquires it again through this lock
-    /// waits for itself (up to its wait limit): the client does not detect it.
+    /// - [`ClientOptions::reentrant_per_task`](crate::ClientOptions::reentrant_per_task)
+    ///   makes acquisitions owned by their task instead, as Redisson's are by their thread.
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
@@ -160,16 +158,17 @@ impl Client {
         Latch::new(self.core.clone(), name.into())
     }
 
-    /// A read-write lock on `name` (the Redis key): its [`read`](RwLock::read) and
-    /// [`write`](RwLock::write) sides are owned by the acquiring task, as for
-    /// [`Client::lock`], so holds reenter per task. `name` is a read-write lock, not the
+    /// A read-write lock on `name` (the Redis key): each acquisition of its
+    /// [`read`](RwLock::read) and [`write`](RwLock::write) sides is a holding of its own,
+    /// and reenters inside a holding's scope, as for [`Client::lock`]. `name` is a read-write lock, not the
     /// plain lock of the same name (the server refuses one family on the other's key).
     pub fn rw_lock(&self, name: impl Into<String>) -> RwLock {
         RwLock::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
 
-    /// A semaphore on `name` (the Redis key): its permits are owned by the acquiring task,
-    /// as for [`Client::lock`], so a second acquisition in one task adds permits.
+    /// A semaphore on `name` (the Redis key): each acquisition of permits is a holding of
+    /// its own, as for [`Client::lock`]; inside a holding's scope it adds permits to that
+    /// holding.
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         Semaphore::new(self.core.clone(), self.server.clone(), name.into(), None)
     }
@@ -188,15 +187,15 @@ impl Client {
 
     /// The state of lock `name` (`LOCK.INFO`), or `None` if it is free.
     pub async fn info(&self, name: &str) -> Result<Option<LockInfo>> {
-        self.core.info(name).await
+        let info = self.core.info(name).await;
+        info.map_err(|e| self.core.named(e, name))
     }
 
     /// Removes lock `name` whoever holds it (`LOCK.FORCERELEASE`, an admin command). True if a
     /// lock was removed. Its holder's guard notices at its next renewal.
     pub async fn force_release(&self, name: &str) -> Result<bool> {
-        self.core
-            .force_release(crate::pure::kind::Kind::Lock, name)
-            .await
+        let removed = self.core.force_release(crate::pure::kind::Kind::Lock, name);
+        removed.await.map_err(|e| self.core.named(e, name))
     }
 
     /// Counters of the watchdog's work: rounds, round trips, renewals, losses.

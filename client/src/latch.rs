@@ -70,14 +70,20 @@ impl Latch {
 
     /// Waits until the latch is open, however long it takes.
     pub async fn wait(&self) -> Result<()> {
-        while !await_open(&self.core, &self.key, None).await? {}
+        while !self.await_open(None).await? {}
         Ok(())
     }
 
     /// Waits up to `timeout` for the latch to open: true if it is open, false if the time
     /// ran out first.
     pub async fn wait_for(&self, timeout: Duration) -> Result<bool> {
-        await_open(&self.core, &self.key, Some(timeout)).await
+        self.await_open(Some(timeout)).await
+    }
+
+    /// Waits up to `limit` for the latch to open; an error names the node and the key.
+    async fn await_open(&self, limit: Option<Duration>) -> Result<bool> {
+        let opened = await_open(&self.core, &self.key, limit).await;
+        opened.map_err(|e| self.core.named(e, &self.key))
     }
 
     async fn query<T: redis::FromRedisValue>(&self, verb: &str, count: Option<u64>) -> Result<T> {
@@ -88,6 +94,6 @@ impl Latch {
             cmd.arg(count);
         }
         let reply = self.core.query(&self.key, &cmd).await;
-        reply.map_err(|e| Error::of_key(e, &self.key))
+        reply.map_err(|e| self.core.named(Error::of_key(e, &self.key), &self.key))
     }
 }

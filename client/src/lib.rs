@@ -24,16 +24,21 @@
 //!   own: a loss is seen by the deadline at the latest, whatever the watchdog is doing, even
 //!   after the process or its runtime was paused. A renewal refused (0, `READONLY`) is a loss
 //!   at once. [`Guard::release`] then says [`Error::Lost`].
+//! - **Announced losses**: the server announces every end of a holding its holder did not
+//!   ask for (a force release, a `DEL`, a flush, an eviction, the lease ending on the
+//!   server...), and the client hears it on one listening connection per node: the loss is
+//!   seen at once, as [`LossReason::Ended`] with its [`EndCause`], without waiting for a
+//!   renewal (which stays the fallback for what is not announced).
 //! - **No late release frees a newer holding**: releases and renewals carry the holding's
 //!   token (`TOKEN t`), and none is sent once the server said the lock is not held.
 //! - **Bounded waits**: every reply has a response timeout, waits a deadline and a liveness
 //!   probe, all in [`ClientOptions`]; [`Client::close`] releases everything.
 //! - **Fencing tokens**: every holding has a token ([`Guard::token`]) that grows with every
 //!   new holding, to make the protected resources refuse a stale holder.
-//! - **Reentrancy** with no setup, as Redisson's `RLock` per thread: an acquisition is owned
-//!   by its tokio task (see [`Client::lock`]), so nested acquisitions in one task reenter and
-//!   other tasks wait; an [`Owner`] shares a holding between tasks; the [`blocking`] API is
-//!   reentrant per thread.
+//! - **Reentrancy by scope**: an acquisition inside a holding's work ([`Lock::with_lock`],
+//!   [`Guard::scope`]) reenters it, while every other contends as with tokio's `Mutex`,
+//!   futures joined in one task included (see [`Client::lock`]); an [`Owner`] shares a
+//!   holding between tasks; the [`blocking`] API is reentrant per thread.
 //! - **Read-write locks**: [`Client::rw_lock`] gives an [`RwLock`] (the module's
 //!   `RWLOCK.*` commands) whose [`read`](RwLock::read) and [`write`](RwLock::write) sides
 //!   are [`Lock`]s with all of the above: shared read holds, an exclusive write hold, FIFO
@@ -85,9 +90,9 @@
 //!         None => println!("busy"),
 //!     }
 //!
-//!     // Reentrant in one task (here, outside any task: in one thread).
+//!     // Reentrant inside the holding's scope.
 //!     let outer = client.lock("lock:tree").acquire().await?;
-//!     let inner = client.lock("lock:tree").acquire().await?;
+//!     let inner = outer.scope(client.lock("lock:tree").acquire()).await?;
 //!     assert_eq!(inner.release().await?, 1);
 //!     assert_eq!(outer.release().await?, 0);
 //!
@@ -222,13 +227,21 @@
 //!   the module answers it with `ASK`, `MOVED` or `TRYAGAIN`, and it queues again on the new
 //!   owner (behind the waiters already there).
 //!
+//! # Features
+//!
+//! - `tls`: `rediss://` URLs, through rustls (ring), with the platform's root certificates.
+//! - `serde`: `Serialize` and `Deserialize` for the state the server reports:
+//!   [`LockInfo`], [`RwLockInfo`], [`RwHolder`], [`RwMode`], [`SemaphoreInfo`] and
+//!   [`SemHolder`] (a `ttl` is a [`Duration`](std::time::Duration): `{"secs":..,"nanos":..}`
+//!   in JSON).
+//!
 //! # Layout
 //!
 //! `src/` has one folder per layer, top to bottom: `several/` ([`MultiLock`], [`RedLock`]);
 //! the public API beside `lib.rs` (`client.rs`, `lock.rs`, [`blocking`]); `acquire/`
 //! (acquiring, waiting, recovering; [`Guard`]); `core/` (what a client's handles share, and
-//! closing); `hold/` (holdings and the watchdog); `net/` (connections, routing, wait
-//! connections); `pure/` (errors, options, commands, majorities; no connection). A file uses
+//! closing); `hold/` (holdings, the watchdog, announced losses); `net/` (connections,
+//! routing, wait and listening connections); `pure/` (errors, options, commands, majorities; no connection). A file uses
 //! only files of the layers below its own, and each folder's `mod.rs` says what it may use
 //! (`tests/layering.rs` checks it; `docs/architecture.md` has the map).
 
@@ -262,7 +275,7 @@ pub use hold::watchdog::WatchdogStats;
 pub use latch::Latch;
 pub use lock::Lock;
 pub use pure::config::ClientOptions;
-pub use pure::error::{Error, LossReason, Result};
+pub use pure::error::{EndCause, Error, LossReason, Result};
 pub use pure::holding::LostSignal;
 pub use pure::info::LockInfo;
 pub use pure::options::{LockOptions, DEFAULT_LEASE};

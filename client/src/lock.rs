@@ -14,9 +14,11 @@ use crate::pure::holding::LostSignal;
 use crate::pure::info::LockInfo;
 use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
+use crate::pure::per_thread::caller_owner;
+use crate::pure::scope::{self, Outside};
 
-/// A lock on one Redis key, from [`Client::lock`] (owned by the acquiring task: reentrant per
-/// task) or [`Owner::lock`](crate::Owner::lock) (owned by that owner).
+/// A lock on one Redis key, from [`Client::lock`] (each acquisition a holding of its own,
+/// reentrant inside its scope) or [`Owner::lock`](crate::Owner::lock) (owned by that owner).
 ///
 /// The read and the write side of a read-write lock ([`RwLock::read`],
 /// [`RwLock::write`]) are `Lock`s too: they are acquired, waited for, renewed and released
@@ -48,8 +50,8 @@ impl fmt::Debug for Lock {
 }
 
 /// Awaiting a lock acquires it, as [`Lock::acquire`]: `client.lock(key).await`,
-/// `rw.read().await`, `pool.permits(2).await`. The owner is the awaiting task's (or the
-/// [`Owner`](crate::Owner)'s), as for `acquire`, and dropping the future leaks no hold.
+/// `rw.read().await`, `pool.permits(2).await`. The owner is chosen as for `acquire`, and
+/// dropping the future leaks no hold.
 impl std::future::IntoFuture for Lock {
     type Output = Result<Guard>;
     type IntoFuture = std::pin::Pin<Box<dyn Future<Output = Result<Guard>> + Send>>;
@@ -162,8 +164,9 @@ impl Lock {
     /// `work` gets the holding's [`LostSignal`]: its fencing token
     /// ([`token`](LostSignal::token)), its owner ([`owner`](LostSignal::owner)), fenced
     /// writes ([`fenced`](LostSignal::fenced), as [`Guard::fenced`]), its deadline, and a
-    /// signal to hand to spawned work. `work` runs in the calling task: an acquisition of the
-    /// same lock through [`Client::lock`](crate::Client::lock) inside it reenters. If the lock is lost while `work` runs, `work` is
+    /// signal to hand to spawned work. `work` runs in the holding's scope
+    /// ([`Guard::scope`]): an acquisition of the same lock by the same client inside it
+    /// reenters (the same owner and token), while any other waits. If the lock is lost while `work` runs, `work` is
     /// dropped (cancelled at its next `.await`) and the call fails with [`Error::Lost`];
     /// it also fails so if the release finds the lock lost after `work` finished. A release
     /// that fails otherwise (the server unreachable) is logged, and `work`'s value returned:
@@ -196,10 +199,11 @@ impl Lock {
         Fut: Future<Output = T>,
     {
         let guard = self.acquire().await?;
+        let work = guard.scope(work(guard.lost_signal()));
         let done = tokio::select! {
             biased;
             reason = guard.lost() => Err(reason),
-            value = work(guard.lost_signal()) => Ok(value),
+            value = work => Ok(value),
         };
         let lost = |reason| Error::Lost {
             key: self.key.clone(),
@@ -220,24 +224,44 @@ impl Lock {
     /// or the write side of a read-write lock, the server refuses `LOCK.INFO` with
     /// `WRONGTYPE`: use [`RwLock::info`](crate::RwLock::info).)
     pub async fn info(&self) -> Result<Option<LockInfo>> {
-        self.core.info(&self.key).await
+        let info = self.core.info(&self.key).await;
+        info.map_err(|e| self.core.named(e, &self.key))
     }
 
     /// `cmd` on this lock's key, over its server's shared connection.
     pub(crate) async fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> Result<T> {
         let reply = self.core.query(&self.key, cmd).await;
-        reply
-            .map_err(|err| Error::from_command(err, &self.key, self.owner.as_deref().unwrap_or("")))
+        let owner = self.owner.as_deref().unwrap_or("");
+        reply.map_err(|err| {
+            self.core
+                .named(Error::from_command(err, &self.key, owner), &self.key)
+        })
     }
 
     /// Acquires, waiting up to `limit` (`None`: without limit).
     pub(crate) async fn run(&self, limit: Option<Duration>) -> Result<Option<Guard>> {
-        let owner = match &self.owner {
-            Some(id) => id.to_string(),
-            None => crate::pure::per_thread::caller_owner(self.core.id()),
+        let id = self.core.id();
+        let (owner, outside) = match (&self.owner, scope::owner_in_scope(id, &self.key)) {
+            (Some(owner), _) => (owner.to_string(), None),
+            (None, Some(owner)) => (owner, None),
+            (None, None) if self.core.options().reenters_per_task() => (caller_owner(id), None),
+            (None, None) => {
+                let caller = caller_owner(id);
+                if limit != Some(Duration::ZERO) && scope::holds_outside(&caller, &self.key) {
+                    tracing::warn!(key = %self.key, "acquiring a lock this task already holds, outside the holding's scope: it waits for that holding to end (use with_lock or Guard::scope to reenter)");
+                }
+                (self.core.next_owner_id(), Some(caller))
+            }
         };
         let what = (self.kind, self.key.as_str());
         let acquired = cancel_safe::acquire(&self.core, what, owner, self.options, limit).await;
-        acquired.map_err(|e| e.held_back_at(&self.key))
+        let acquired =
+            acquired.map_err(|e| self.core.named(e.held_back_at(&self.key), &self.key))?;
+        Ok(match (acquired, outside) {
+            (Some(guard), Some(caller)) => {
+                Some(guard.held_outside(Outside::new(caller, &self.key)))
+            }
+            (acquired, _) => acquired,
+        })
     }
 }

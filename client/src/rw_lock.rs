@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use crate::core::shared::Core;
 use crate::lock::Lock;
-use crate::pure::error::Result;
+use crate::pure::error::{Error, Result};
 use crate::pure::kind::Kind;
 use crate::pure::rw_info::RwLockInfo;
 
 /// A read-write lock on one Redis key (the module's `RWLOCK.*` commands), from
-/// [`Client::rw_lock`](crate::Client::rw_lock) (owned by the acquiring task, as
+/// [`Client::rw_lock`](crate::Client::rw_lock) (owned as by
 /// [`Client::lock`](crate::Client::lock)) or [`Owner::rw_lock`](crate::Owner::rw_lock).
 ///
 /// Any number of owners hold read holds at once; a write hold excludes every other owner's
@@ -96,13 +96,22 @@ impl RwLock {
 
     /// The lock's state on the server (`RWLOCK.INFO`), or `None` if nobody holds it.
     pub async fn info(&self) -> Result<Option<RwLockInfo>> {
-        self.core.rw_info(self.name()).await
+        self.core
+            .rw_info(self.name())
+            .await
+            .map_err(|e| self.named(e))
     }
 
     /// Removes the read-write lock whoever holds it (`RWLOCK.FORCERELEASE`, an admin
     /// command); the queue is served. True if it was held. Its holders' guards notice at
     /// their next renewal.
     pub async fn force_release(&self) -> Result<bool> {
-        self.core.force_release(Kind::Read, self.name()).await
+        let removed = self.core.force_release(Kind::Read, self.name()).await;
+        removed.map_err(|e| self.named(e))
+    }
+
+    /// `err`, naming the server and the key.
+    fn named(&self, err: Error) -> Error {
+        self.core.named(err, self.name())
     }
 }

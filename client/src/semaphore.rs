@@ -15,7 +15,7 @@ use crate::pure::options::LockOptions;
 use crate::pure::sem_info::SemaphoreInfo;
 
 /// A semaphore on one Redis key (the module's `SEM.*` commands), from
-/// [`Client::semaphore`](crate::Client::semaphore) (owned by the acquiring task, as
+/// [`Client::semaphore`](crate::Client::semaphore) (owned as by
 /// [`Client::lock`](crate::Client::lock)) or [`Owner::semaphore`](crate::Owner::semaphore).
 ///
 /// It has a total of permits ([`set_permits`](Semaphore::set_permits)) shared by its
@@ -121,12 +121,28 @@ impl Semaphore {
         let mut cmd = Kind::Sem(0).family("PERMITS");
         cmd.arg(self.name()).arg(total);
         let reply = self.core.query(self.name(), &cmd).await;
-        reply.map_err(|e| Error::of_key(e, self.name()))
+        reply.map_err(|e| self.named(Error::of_key(e, self.name())))
+    }
+
+    /// Adds `permits` to the total (`SEM.PERMITS key ADD n`, Redisson's `addPermits`),
+    /// without knowing it, creating the semaphore (from a total of 0); a negative number
+    /// takes permits away. Returns the new total. A raised total serves the queue at once;
+    /// a lowered one takes nothing back from the holders, as with
+    /// [`set_permits`](Semaphore::set_permits). A total that would leave 0 to 2147483647
+    /// is refused with [`Error::PermitsOutOfRange`], nothing changed.
+    pub async fn add_permits(&self, permits: i32) -> Result<u64> {
+        let mut cmd = Kind::Sem(0).family("PERMITS");
+        cmd.arg(self.name()).arg("ADD").arg(permits);
+        let reply = self.core.query(self.name(), &cmd).await;
+        reply.map_err(|e| self.named(Error::of_key(e, self.name())))
     }
 
     /// The semaphore's state on the server (`SEM.INFO`), or `None` if it does not exist.
     pub async fn info(&self) -> Result<Option<SemaphoreInfo>> {
-        self.core.sem_info(self.name()).await
+        self.core
+            .sem_info(self.name())
+            .await
+            .map_err(|e| self.named(e))
     }
 
     /// How many permits are free now (`SEM.INFO`'s `available`): the total less the permits
@@ -139,6 +155,12 @@ impl Semaphore {
     /// command); the total stays and the queue is served. True if anyone held. The holders'
     /// guards notice at their next renewal.
     pub async fn force_release(&self) -> Result<bool> {
-        self.core.force_release(Kind::Sem(0), self.name()).await
+        let removed = self.core.force_release(Kind::Sem(0), self.name()).await;
+        removed.map_err(|e| self.named(e))
+    }
+
+    /// `err`, naming the server and the key.
+    fn named(&self, err: Error) -> Error {
+        self.core.named(err, self.name())
     }
 }

@@ -1,4 +1,4 @@
-//! A lock handle is a future: awaiting it acquires it, as `acquire()` does (the same owner,
+//! A lock handle is a future: awaiting it acquires it, as `acquire()` does (the same owners,
 //! the same waits), for a plain lock, each side of a read-write lock and a semaphore's
 //! permits.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 use support::Server;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn awaiting_a_lock_handle_acquires_it_for_the_calling_task() {
+async fn awaiting_a_lock_handle_acquires_it_and_reenters_in_a_scope() {
     let server = Server::start();
     let client = server.client().await;
     let guard = client.lock("k").await.unwrap();
@@ -18,8 +18,8 @@ async fn awaiting_a_lock_handle_acquires_it_for_the_calling_task() {
         (info.owner.as_str(), info.token),
         (guard.owner(), guard.token())
     );
-    let again = client.lock("k").await.unwrap();
-    assert_eq!(again.token(), guard.token(), "the same task reenters");
+    let again = guard.scope(client.lock("k")).await.unwrap();
+    assert_eq!(again.token(), guard.token(), "its scope reenters");
     assert_eq!(again.release().await.unwrap(), 1);
     let other = client.owner().lock("k");
     let waiting = tokio::spawn(async move { other.await.map(|g| g.token()) });

@@ -37,7 +37,7 @@ async fn acquire_gives_a_guard_with_token_key_and_owner() {
 async fn try_acquire_on_a_busy_lock_waits_then_answers_none() {
     let server = Server::start();
     let client = server.client().await;
-    // Held by another owner (this task's own acquisitions would reenter).
+    // Held by another owner.
     let held = client.owner().lock("busy").acquire().await.unwrap();
     let started = Instant::now();
     let got = client
@@ -141,7 +141,11 @@ async fn waiting_happens_on_the_wait_connection_as_a_ticket() {
     assert!(eventually(SECOND, || server.info("own-conn").unwrap().waiters == 1).await);
     let clients: String = server.cmd(&["CLIENT", "LIST"]);
     assert!(!clients.contains("flags=b"), "a blocked waiter:\n{clients}");
-    let waiting: Vec<_> = clients.lines().filter(|l| l.contains(" sub=1 ")).collect();
+    // Subscribed: the wait connection, and the listening one (`cmd=subscribe`).
+    let subscribed = clients.lines().filter(|l| l.contains(" sub=1 "));
+    let waiting: Vec<_> = subscribed
+        .filter(|l| !l.contains("cmd=subscribe"))
+        .collect();
     assert_eq!(waiting.len(), 1, "{clients}");
     assert!(waiting[0].contains("cmd=lock.wait"), "{clients}");
     assert!(waiting[0].contains("resp=3"), "{clients}");

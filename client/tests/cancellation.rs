@@ -40,7 +40,7 @@ impl Rng {
 async fn a_cancelled_wait_leaves_the_queue_and_gets_nothing() {
     let server = Server::start();
     let client = server.client().await;
-    // Held by another owner (this task's own acquisitions would reenter).
+    // Held by another owner.
     let held = client.owner().lock("queue").acquire().await.unwrap();
     let waiting = timeout(Duration::from_millis(100), client.lock("queue").acquire()).await;
     assert!(waiting.is_err(), "the lock was busy");

@@ -28,7 +28,7 @@ fn connections(node: &Server) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_waits_on_a_cluster_node_take_three_connections_and_are_granted_in_order() {
+async fn a_thousand_waits_on_a_cluster_node_take_four_connections_and_are_granted_in_order() {
     const WAITS: usize = 1_000;
     let cluster = Cluster::start(3);
     let key = format!("{{{}}}:many", cluster.key_on(1, "pull"));
@@ -52,8 +52,9 @@ async fn a_thousand_waits_on_a_cluster_node_take_three_connections_and_are_grant
         }
     }
     let theirs = connections(node) - before;
+    // The shared connection, the pull pair, the listening connection.
     assert!(
-        theirs <= 3,
+        theirs <= 4,
         "the client has {theirs} connections to the node"
     );
     node.cmd::<u64>(&["LOCK.RELEASE", &key, "holder"]);

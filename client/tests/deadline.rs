@@ -6,11 +6,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use rlock_client::{Client, ClientOptions, Error, Guard, LossReason};
+use rlock_client::{Client, ClientOptions, EndCause, Error, Guard, LossReason};
 use support::{eventually, watched, Server};
 use tokio::time::{sleep, timeout};
 
 const LEASE: Duration = Duration::from_millis(900);
+/// A force release: the server announces it.
+const FORCED: LossReason = LossReason::Ended(EndCause::ForceReleased);
 /// The client's margin in these tests; with 1% drift, 109 ms of the lease are not counted on.
 const MARGIN: Duration = Duration::from_millis(100);
 const NOT_COUNTED: Duration = Duration::from_millis(109);
@@ -183,7 +185,7 @@ async fn with_lock_cancels_the_work_when_the_lock_is_lost() {
         .await;
     let err = outcome.unwrap_err();
     assert!(
-        matches!(&err, Error::Lost { key, reason: LossReason::NotHeld } if key == "work"),
+        matches!(&err, Error::Lost { key, reason: FORCED } if key == "work"),
         "{err:?}"
     );
     let (token, dropped) = forced.await.unwrap();
@@ -224,6 +226,6 @@ async fn a_lost_signal_moved_into_a_task_fires_on_force_release() {
         .await
         .expect("not signalled")
         .unwrap();
-    assert_eq!(reason, LossReason::NotHeld);
+    assert_eq!(reason, FORCED);
     assert!(guard.is_lost());
 }

@@ -17,10 +17,12 @@ const LAYERS: Layers = &[
     (
         "pure",
         &[
-            &["error", "kind", "reply"],
+            &["ended"],
+            &["loss"],
+            &["error", "kind", "reply", "scope"],
             &[
                 "options", "config", "slots", "info", "rw_info", "sem_info", "commands", "holding",
-                "quorum", "pair", "refusal",
+                "quorum", "pair", "refusal", "naming",
             ],
             &["turns", "per_thread"],
         ],
@@ -29,21 +31,27 @@ const LAYERS: Layers = &[
         "net",
         &[
             &["node", "sentinel", "identity", "mailbox"],
-            &["topology", "channel", "route"],
-            &["push", "pull"],
+            &["topology", "channel", "route", "connect"],
+            &["push", "pull", "listener"],
             &["router", "pool", "tickets"],
         ],
     ),
     (
         "hold",
-        &[&["releasing"], &["registry"], &["rounds"], &["watchdog"]],
+        &[
+            &["releasing"],
+            &["registry"],
+            &["rounds"],
+            &["watchdog"],
+            &["heard"],
+        ],
     ),
     ("core", &[&["shared"], &["send", "holds"], &["deliver"]]),
     (
         "acquire",
         &[
             &["guard", "detach"],
-            &["wait", "replicas"],
+            &["wait", "replicas", "scoped"],
             &["recover", "ticket"],
             &["cancel_safe", "latch_wait"],
         ],

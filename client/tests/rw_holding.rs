@@ -80,7 +80,8 @@ async fn a_force_released_holding_is_lost_for_readers_and_the_writer() {
     assert_eq!(removed, 1);
     for guard in [&read, &write] {
         let reason = timeout(Duration::from_secs(5), guard.lost()).await;
-        assert_eq!(reason, Ok(LossReason::NotHeld), "{}", guard.key());
+        let forced = LossReason::Ended(rlock_client::EndCause::ForceReleased);
+        assert_eq!(reason, Ok(forced), "{}", guard.key());
     }
     assert!(matches!(read.release().await, Err(Error::Lost { .. })));
     assert!(matches!(write.release().await, Err(Error::Lost { .. })));

@@ -201,12 +201,12 @@ async fn an_upgrade_is_refused_with_its_own_error_and_changes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn both_modes_reenter_in_one_task_and_other_tasks_wait() {
+async fn both_modes_reenter_in_their_scope_and_other_tasks_wait() {
     let server = Server::start();
     let client = server.client().await;
     let rw = client.rw_lock("again");
     let outer = rw.write().acquire().await.unwrap();
-    let inner = rw.write().acquire().await.unwrap();
+    let inner = outer.scope(rw.write().acquire()).await.unwrap();
     assert_eq!(inner.token(), outer.token());
     let info = rw_info(&client, "again").await.unwrap();
     assert_eq!(info.holder(outer.owner()).unwrap().writes, 2);
@@ -219,7 +219,7 @@ async fn both_modes_reenter_in_one_task_and_other_tasks_wait() {
     assert_eq!(inner.release().await.unwrap(), 1);
     assert_eq!(outer.release().await.unwrap(), 0);
     let outer = rw.read().acquire().await.unwrap();
-    let inner = rw.read().acquire().await.unwrap();
+    let inner = outer.scope(rw.read().acquire()).await.unwrap();
     assert_eq!(inner.token(), outer.token());
     let info = rw_info(&client, "again").await.unwrap();
     assert_eq!(info.holder(outer.owner()).unwrap().reads, 2);

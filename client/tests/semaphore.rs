@@ -107,7 +107,8 @@ async fn a_forced_release_is_a_loss() {
     let reason = timeout(LIMIT, guard.lost())
         .await
         .expect("the loss is seen");
-    assert_eq!(reason, LossReason::NotHeld);
+    let forced = LossReason::Ended(rlock_client::EndCause::ForceReleased);
+    assert_eq!(reason, forced);
     assert!(guard.release().await.is_err());
 }
 
@@ -136,14 +137,18 @@ async fn a_dropped_acquisition_leaves_no_holder_and_no_waiter() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owner_adds_permits_and_each_guard_gives_back_its_own() {
+async fn an_owner_adds_permits_in_its_scope_and_each_guard_gives_back_its_own() {
     let server = Server::start();
     let client = server.client().await;
     let sem = client.semaphore("again");
     sem.set_permits(5).await.unwrap();
     let first = sem.acquire(2).await.unwrap();
-    let second = sem.acquire(1).await.unwrap();
+    let second = first.scope(sem.acquire(1)).await.unwrap();
     assert_eq!(first.token(), second.token(), "the same holding");
+    // Outside the scope, an acquisition is a holding of its own.
+    let third = sem.acquire(1).await.unwrap();
+    assert_ne!(third.owner(), first.owner());
+    assert_eq!(third.release().await.unwrap(), 0);
     assert_eq!(first.release().await.unwrap(), 1, "one permit left");
     assert_eq!(second.release().await.unwrap(), 0);
     assert_eq!(info_available(&server), 5);
@@ -259,4 +264,31 @@ async fn asking_for_more_than_the_total_or_none_fails_at_once() {
     assert!(err.to_string().contains("permits must be"), "{err}");
     let info = sem.info().await.unwrap().unwrap();
     assert!(info.holders.is_empty() && info.waiters == 0, "{info:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_permits_changes_the_total_without_knowing_it() {
+    let server = Server::start();
+    let client = server.client().await;
+    let sem = client.semaphore("added");
+    assert_eq!(sem.add_permits(2).await.unwrap(), 2, "created from 0");
+    let held = sem.acquire(2).await.unwrap();
+    let more = client.semaphore("added");
+    let waiting = tokio::spawn(async move { more.acquire(1).await });
+    assert!(eventually(LIMIT, || server.redis_info("added").waiters == 1).await);
+    assert_eq!(sem.add_permits(1).await.unwrap(), 3);
+    let got = timeout(LIMIT, waiting)
+        .await
+        .expect("served")
+        .unwrap()
+        .unwrap();
+    assert_eq!(sem.add_permits(-3).await.unwrap(), 0);
+    let refused = sem.add_permits(-1).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("total of permits"),
+        "{refused}"
+    );
+    assert_eq!(sem.info().await.unwrap().unwrap().permits, 0);
+    got.release().await.unwrap();
+    held.release().await.unwrap();
 }

@@ -1,12 +1,21 @@
-//! The default owner of an acquisition: the calling task (outside any task, the calling
-//! thread), so that nested acquisitions in one task reenter and other tasks contend.
+//! Reentrancy per task, an option of the client (`ClientOptions::reentrant_per_task`): the
+//! owner of an acquisition through `client.lock(...)` is then the calling task (outside any
+//! task, the calling thread), so that nested acquisitions in one task reenter and other
+//! tasks contend. Without the option, each acquisition outside a scope is a holding of its
+//! own.
 
 mod support;
 
 use std::time::Duration;
 
-use rlock_client::{Client, Guard};
+use rlock_client::{Client, ClientOptions, Guard};
 use support::Server;
+
+/// A client of `server` whose acquisitions are owned by their task.
+async fn per_task(server: &Server) -> Client {
+    let options = ClientOptions::new().reentrant_per_task();
+    Client::open_with(server.url(), options).await.unwrap()
+}
 
 /// Bounds an acquisition that would otherwise wait for ever.
 const HUNG: Duration = Duration::from_secs(10);
@@ -23,7 +32,7 @@ async fn acquire_in_time(client: &Client, key: &str) -> Guard {
 async fn nested_acquisitions_in_one_task_reenter_and_a_waiter_gets_the_lock_after_the_outer_release(
 ) {
     let server = Server::start();
-    let client = server.client().await;
+    let client = per_task(&server).await;
     let nested = {
         let client = client.clone();
         tokio::spawn(async move {
@@ -66,7 +75,7 @@ async fn nested_acquisitions_in_one_task_reenter_and_a_waiter_gets_the_lock_afte
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn code_outside_any_task_reenters_per_thread() {
     let server = Server::start();
-    let client = server.client().await;
+    let client = per_task(&server).await;
     // A `#[tokio::test]` body is run by `block_on`: it is no task.
     assert!(tokio::task::try_id().is_none());
     let outer = acquire_in_time(&client, "main").await;
@@ -80,7 +89,7 @@ async fn code_outside_any_task_reenters_per_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_task_contends_and_a_moved_guard_releases_from_there() {
     let server = Server::start();
-    let client = server.client().await;
+    let client = per_task(&server).await;
     let held = acquire_in_time(&client, "shared").await;
     let other = {
         let client = client.clone();
@@ -105,7 +114,7 @@ async fn another_task_contends_and_a_moved_guard_releases_from_there() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_task_reenters_as_a_task() {
     let server = Server::start();
-    let client = server.client().await;
+    let client = per_task(&server).await;
     let handle = tokio::runtime::Handle::current();
     let (owners, tokens) = tokio::task::spawn_blocking(move || {
         handle.block_on(async {
@@ -128,7 +137,7 @@ async fn a_blocking_task_reenters_as_a_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_set_s_tasks_are_tasks_and_its_own_future_is_its_thread_s() {
     let server = Server::start();
-    let client = server.client().await;
+    let client = per_task(&server).await;
     let local = tokio::task::LocalSet::new();
     let (outside, inside) = local
         .run_until(async {
@@ -162,4 +171,28 @@ async fn a_local_set_s_tasks_are_tasks_and_its_own_future_is_its_thread_s() {
         inside.starts_with(&format!("{}:t", client.id())),
         "{inside}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_each_acquisition_of_a_task_outside_a_scope_is_a_holding_of_its_own() {
+    let server = Server::start();
+    let client = server.client().await;
+    let task = tokio::spawn(async move {
+        let held = acquire_in_time(&client, "own").await;
+        let lock = client.lock("own");
+        let again = lock.try_acquire(Duration::from_millis(100)).await;
+        assert!(again.unwrap().is_none(), "the same task reentered");
+        let owner = held.owner().to_owned();
+        held.release().await.unwrap();
+        let next = acquire_in_time(&client, "own").await;
+        assert_ne!(next.owner(), owner, "an owner id served two holdings");
+        let id = next.owner().strip_prefix(&format!("{}:", client.id()));
+        assert!(
+            id.is_some_and(|n| n.parse::<u64>().is_ok()),
+            "{}",
+            next.owner()
+        );
+        next.release().await.unwrap()
+    });
+    assert_eq!(task.await.unwrap(), 0);
 }

@@ -12,6 +12,7 @@ use crate::pure::error::{Error, LossReason, Result};
 use crate::pure::holding::{Fence, Fenced, LostSignal};
 use crate::pure::kind::Kind;
 use crate::pure::options::LockOptions;
+use crate::pure::scope::Outside;
 
 /// One hold on a lock. While it lives, the client's watchdog renews the lock (unless it was
 /// taken with an explicit lease) and watches for its loss.
@@ -29,6 +30,8 @@ pub struct Guard {
     options: LockOptions,
     watchdog: bool,
     released: bool,
+    /// Counts it as its acquiring task's while it lives, if acquired outside any scope.
+    outside: Option<Box<Outside>>,
 }
 
 impl fmt::Debug for Guard {
@@ -67,7 +70,14 @@ impl Guard {
             options,
             watchdog,
             released: false,
+            outside: None,
         }
+    }
+
+    /// The guard, counted as held by its acquiring task outside any scope.
+    pub(crate) fn held_outside(mut self, outside: Outside) -> Guard {
+        self.outside = Some(Box::new(outside));
+        self
     }
 
     /// Its client's core, what it holds, and the options it was acquired with.
@@ -217,13 +227,13 @@ async fn fenced<T: redis::FromRedisValue>(
     let (key, owner) = (&holding.key, &holding.owner);
     let fenced = commands::fenced(key, owner, holding.token, cmd);
     let answer = core.query(key, &fenced).await;
-    answer.map_err(|err| match err.code() {
-        Some("NOTHELD") if kind == Kind::Read => Error::from_command(err, key, owner),
-        Some("NOTHELD" | "FENCED") => {
+    answer.map_err(|err| match (err.code(), kind) {
+        (Some("NOTHELD"), Kind::Read) => Error::from_command(err, key, owner),
+        (Some("NOTHELD" | "FENCED"), _) => {
             core.mark_lost(holding, LossReason::NotHeld);
             lost_error(holding, LossReason::NotHeld)
         }
-        _ => Error::from_command(err, key, owner),
+        _ => core.named(Error::from_command(err, key, owner), key),
     })
 }
 
@@ -255,8 +265,7 @@ impl Drop for Guard {
     }
 }
 
-/// Stops renewing this hold now, and returns the work that tells the server (which goes on
-/// in the background if the release has to be sent again, see `deliver.rs`).
+/// Stops renewing this hold now; returns the work that tells the server (see `deliver.rs`).
 fn release_job(
     core: &Arc<Core>,
     holding: &Arc<Holding>,
@@ -287,7 +296,8 @@ async fn send_release(core: &Arc<Core>, holding: &Arc<Holding>, kind: Kind) -> R
     }
     let patience = core.options().retry_count();
     let answer = core.deliver_release(holding, kind, patience).await;
-    let answer = answer.map_err(|e| Error::from_command(e, &holding.key, &holding.owner));
+    let key = &holding.key;
+    let answer = answer.map_err(|e| core.named(Error::from_command(e, key, &holding.owner), key));
     match (answer, lost) {
         (_, Some(reason)) => Err(lost_error(holding, reason)),
         (Ok(remaining), None) => {

@@ -100,7 +100,7 @@ impl Wait<'_> {
                 tracing::debug!(key = %self.key, %err, "connection broke; waiting on a fresh one");
                 Next::Retry(Duration::ZERO)
             }
-            Error::ReadOnly { .. } => self.requeue(err, setbacks).await,
+            Error::ReadOnly { .. } | Error::HeldBack { .. } => self.requeue(err, setbacks).await,
             Error::Redis(e) if matches!(e.code(), Some("TRYAGAIN" | "UNBLOCKED")) => {
                 self.requeue(err, setbacks).await
             }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::core::shared::Core;
 use crate::hold::registry::{Grant, Holding};
 use crate::hold::watchdog::WatchdogStats;
+use crate::pure::ended::owner_prefix;
 use crate::pure::error::{Error, LossReason, Result};
 use crate::pure::kind::{Kind, Units};
 use crate::pure::turns::Turn;
@@ -36,9 +37,21 @@ impl Core {
         first
     }
 
-    /// Records a grant with the watchdog; the holding its guard shares.
+    /// Records a grant with the watchdog; the holding its guard shares. An owner id of
+    /// another prefix than the client's (a RedLock's, on all but its first server) is
+    /// listened for from now on: on the holding's node at once, then renewed, so that the
+    /// server tracks it.
     pub(crate) fn register(&self, grant: &Grant<'_>) -> Arc<Holding> {
-        self.watchdog.register(grant)
+        let holding = self.watchdog.register(grant);
+        let prefix = owner_prefix(grant.owner);
+        if prefix != self.id && self.listeners.add_prefix(prefix) {
+            let (listeners, node) = (self.listeners.clone(), self.router.node_for(grant.key));
+            self.spawn(async move {
+                listeners.ensure(&node).await;
+                listeners.renew();
+            });
+        }
+        holding
     }
 
     /// Stops renewing one hold of `kind` at once; true if a `LOCK.RELEASE` must follow.

@@ -21,7 +21,29 @@ use crate::pure::sem_info::SemaphoreInfo;
 impl Core {
     /// `cmd` on `key`, over the shared connection of the node that serves it.
     pub(crate) async fn query<T: FromRedisValue>(&self, key: &str, cmd: &Cmd) -> RedisResult<T> {
+        if acquires(cmd) {
+            self.listen(key).await;
+        }
         self.router.query(key, cmd).await
+    }
+
+    /// Makes sure that the node that serves `key` has the client's listening connection
+    /// (`listener.rs`) before a command that may make a holding there: the server tracks
+    /// only holdings made after it.
+    async fn listen(&self, key: &str) {
+        self.listeners.ensure(&self.router.node_for(key)).await;
+    }
+
+    /// The address of the node that serves `key`, as far as the client knows: what names
+    /// the server in an error that does not name the node it came from.
+    pub(crate) fn node_addr(&self, key: &str) -> String {
+        self.router.node_for(key).addr.to_string()
+    }
+
+    /// `err`, of a command on `key`, naming its node and the key (see
+    /// [`Error::concerning`]).
+    pub(crate) fn named(&self, err: Error, key: &str) -> Error {
+        err.concerning(&self.node_addr(key), key)
     }
 
     /// `cmd` on `key`, over a wait connection of its own to the node that serves it; the
@@ -54,6 +76,7 @@ impl Core {
         T: FromRedisValue,
         C: std::borrow::Borrow<Cmd>,
     {
+        self.listen(key).await; // a blocking wait, or an acquisition replicas must confirm
         self.router.follow(key, &self.waits, make, interrupt).await
     }
 
@@ -70,6 +93,7 @@ impl Core {
         T: FromRedisValue,
         C: std::borrow::Borrow<Cmd>,
     {
+        self.listen(key).await;
         self.router
             .follow(key, &self.tickets, make, interrupt)
             .await
@@ -197,5 +221,30 @@ impl Core {
     async fn admin<T: FromRedisValue>(&self, name: &str, cmd: &Cmd) -> Result<T> {
         let reply = self.query(name, cmd).await;
         reply.map_err(|e| Error::of_key(e, name))
+    }
+}
+
+/// Whether `cmd` may make a holding at once (`LOCK.ACQUIRE`, `RWLOCK.ACQUIRE`,
+/// `SEM.ACQUIRE`): the node that runs it must be listened to first.
+fn acquires(cmd: &Cmd) -> bool {
+    let name = cmd.args_iter().next();
+    matches!(name, Some(redis::Arg::Simple(name)) if name.ends_with(b".ACQUIRE"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_acquisitions_wait_for_a_listening_connection() {
+        for name in ["LOCK.ACQUIRE", "RWLOCK.ACQUIRE", "SEM.ACQUIRE"] {
+            assert!(super::acquires(&redis::cmd(name)), "{name}");
+        }
+        for name in [
+            "LOCK.INFO",
+            "LOCK.FORCERELEASE",
+            "SEM.PERMITS",
+            "LATCH.COUNTDOWN",
+        ] {
+            assert!(!super::acquires(&redis::cmd(name)), "{name}");
+        }
     }
 }

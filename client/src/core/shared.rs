@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::hold::watchdog::Watchdog;
 use crate::net::identity;
+use crate::net::listener::Listeners;
 use crate::net::pool::WaitPool;
 use crate::net::router::Router;
 use crate::net::sentinel::Sentinels;
@@ -35,6 +36,8 @@ pub(crate) struct Core {
     pub(super) waits: WaitPool,
     pub(super) tickets: Tickets,
     pub(super) watchdog: Watchdog,
+    /// One listening connection per node, which hears of holdings the server ended.
+    pub(super) listeners: Arc<Listeners>,
     pub(super) runtime: Handle,
     pub(super) options: ClientOptions,
     pub(super) closed: AtomicBool,
@@ -63,10 +66,16 @@ impl Core {
             identity::learn(&mut router.seed().shared().await?).await
         };
         let runtime = Handle::current();
+        let id = uuid::Uuid::new_v4().to_string();
+        let (listeners, heard) = Listeners::new(&id);
+        let both = (router.clone(), listeners.clone());
+        let watchdog = Watchdog::start(both, &runtime, options.margin_duration());
+        crate::hold::heard::start(watchdog.hearing(), router.clone(), heard, &runtime);
         let core = Core {
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             next_owner: AtomicU64::new(1),
-            watchdog: Watchdog::start(router.clone(), &runtime, options.margin_duration()),
+            watchdog,
+            listeners,
             waits: WaitPool::default(),
             tickets: Tickets::default(),
             router,

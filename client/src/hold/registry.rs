@@ -210,6 +210,11 @@ impl Registry {
         fresh
     }
 
+    /// The current holding of `(key, owner)`, if recorded.
+    pub(crate) fn holding(&self, key: &str, owner: &str) -> Option<Arc<Holding>> {
+        self.get(key, owner).map(|e| e.current.clone())
+    }
+
     /// The renewal period: a third of the shortest renewed lease.
     pub(crate) fn period(&self) -> Option<Duration> {
         let leases = self.entries.values().filter(|e| e.renewing());
@@ -226,6 +231,16 @@ impl Registry {
                 lease: e.lease,
             })
             .collect()
+    }
+
+    /// Every holding the watchdog renews, due or not.
+    pub(crate) fn renewing(&self) -> Vec<Renewal> {
+        let live = self.entries.values().filter(|e| e.renewing());
+        let renewal = |e: &Entry| Renewal {
+            holding: e.current.clone(),
+            lease: e.lease,
+        };
+        live.map(renewal).collect()
     }
 
     fn entry_of(&mut self, r: &Renewal) -> Option<&mut Entry> {

@@ -18,6 +18,7 @@ use tokio::time::error::Elapsed;
 use tokio::time::timeout;
 
 use crate::hold::registry::Renewal;
+use crate::net::listener::Listeners;
 use crate::net::node::Node;
 use crate::net::router::Router;
 use crate::pure::commands;
@@ -36,8 +37,14 @@ pub(crate) struct Answers {
 type Piped = Vec<RedisResult<i64>>;
 
 /// Sends `due` as one pipeline per node, all at once, each given `period` to answer; then
-/// sends the redirected ones again, each on its own.
-pub(crate) async fn send(router: &Arc<Router>, due: &[Renewal], period: Duration) -> Answers {
+/// sends the redirected ones again, each on its own. A node without a listening connection
+/// gets one first (`listener.rs`), so that the server tracks what it renews.
+pub(crate) async fn send(
+    router: &Arc<Router>,
+    listeners: &Arc<Listeners>,
+    due: &[Renewal],
+    period: Duration,
+) -> Answers {
     let by_node = by_node(router, due);
     let mut answers = Answers {
         replies: due.iter().map(|_| None).collect(),
@@ -51,8 +58,9 @@ pub(crate) async fn send(router: &Arc<Router>, due: &[Renewal], period: Duration
         for &i in &indices {
             pipe.add_command(renew_command(&due[i]));
         }
-        let router = router.clone();
+        let (router, listeners) = (router.clone(), listeners.clone());
         pipelines.spawn(async move {
+            listeners.ensure(&node).await;
             // Renewals may run twice: sent again once if the connection was dropped.
             let replies = timeout(period, node.pipeline::<Piped>(&pipe));
             let replies = replies.await;

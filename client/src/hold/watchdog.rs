@@ -8,13 +8,14 @@
 //! wakes early when the registry changes, and stops when the client's last handle is dropped
 //! (the [`Watchdog`] owns the sending half of its shutdown channel).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify};
 use tokio::time::{sleep, sleep_until, Instant};
 
 use crate::hold::registry::{Grant, Holding, Registry, Renewal};
+use crate::net::listener::Listeners;
 use crate::net::router::Router;
 use crate::pure::error::LossReason;
 use crate::pure::kind::{Kind, Units};
@@ -49,6 +50,9 @@ struct Shared {
     /// contain its lock, and no `LOCK.RENEW` reaches the server after the `LOCK.RELEASE`.
     in_flight: tokio::sync::Mutex<()>,
     stats: Mutex<WatchdogStats>,
+    router: Arc<Router>,
+    /// The listening connections, which a round opens on a node without one.
+    listeners: Arc<Listeners>,
 }
 
 impl Shared {
@@ -68,9 +72,10 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the task on `runtime`, renewing through `router`; deadlines keep `margin`.
+    /// Starts the task on `runtime`, renewing through `router` (with `listeners` on each
+    /// node renewed); deadlines keep `margin`.
     pub(crate) fn start(
-        router: Arc<Router>,
+        (router, listeners): (Arc<Router>, Arc<Listeners>),
         runtime: &tokio::runtime::Handle,
         margin: Duration,
     ) -> Watchdog {
@@ -80,9 +85,11 @@ impl Watchdog {
             settled: Notify::new(),
             in_flight: tokio::sync::Mutex::new(()),
             stats: Mutex::new(WatchdogStats::default()),
+            router,
+            listeners,
         });
         let (stop, stopped) = oneshot::channel();
-        runtime.spawn(run(shared.clone(), router, stopped));
+        runtime.spawn(run(shared.clone(), stopped));
         Watchdog {
             shared,
             _stop: stop,
@@ -150,6 +157,12 @@ impl Watchdog {
         drop(self.shared.in_flight.lock().await);
     }
 
+    /// A handle for the task that hears the servers' announcements (`heard.rs`), which does
+    /// not keep the watchdog's state alive.
+    pub(crate) fn hearing(&self) -> Hearing {
+        Hearing(Arc::downgrade(&self.shared))
+    }
+
     /// A snapshot of the counters.
     pub(crate) fn stats(&self) -> WatchdogStats {
         let registry = self.shared.registry();
@@ -163,7 +176,43 @@ impl Watchdog {
     }
 }
 
-async fn run(shared: Arc<Shared>, router: Arc<Router>, mut stop: oneshot::Receiver<()>) {
+/// What the task that hears announcements may do with the holdings (see `heard.rs`).
+#[derive(Clone)]
+pub(crate) struct Hearing(Weak<Shared>);
+
+impl Hearing {
+    /// The current holding of `(key, owner)`, if recorded.
+    pub(crate) fn holding(&self, key: &str, owner: &str) -> Option<Arc<Holding>> {
+        self.0.upgrade()?.registry().holding(key, owner)
+    }
+
+    /// Marks a holding lost.
+    pub(crate) fn mark_lost(&self, holding: &Holding, reason: LossReason) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.registry().mark_lost(holding, reason);
+        }
+    }
+
+    /// One renewal round of every holding the watchdog renews, due or not: `Some(true)` if
+    /// a node's pipeline failed, `None` once the client is gone.
+    pub(crate) async fn renew_all(&self) -> Option<bool> {
+        let shared = self.0.upgrade()?;
+        let flight = shared.in_flight.lock().await;
+        let (period, all) = {
+            let registry = shared.registry();
+            (registry.period(), registry.renewing())
+        };
+        let failed = match period {
+            Some(period) if !all.is_empty() => renew(&shared, &all, period).await,
+            _ => false,
+        };
+        drop(flight);
+        shared.wake.notify_one();
+        Some(failed)
+    }
+}
+
+async fn run(shared: Arc<Shared>, mut stop: oneshot::Receiver<()>) {
     loop {
         let next = shared.registry().next_wakeup();
         let wakeup = async {
@@ -175,7 +224,7 @@ async fn run(shared: Arc<Shared>, router: Arc<Router>, mut stop: oneshot::Receiv
         tokio::select! {
             _ = &mut stop => break,
             _ = shared.wake.notified() => continue,
-            _ = wakeup => round(&shared, &router).await,
+            _ = wakeup => round(&shared).await,
         }
     }
     tracing::debug!("watchdog stopped");
@@ -183,22 +232,25 @@ async fn run(shared: Arc<Shared>, router: Arc<Router>, mut stop: oneshot::Receiv
 
 /// One round: renew what is due. (What ran out is marked lost by the first look at it: the
 /// loop's `next_wakeup` looks at every holding right after.)
-async fn round(shared: &Shared, router: &Arc<Router>) {
+async fn round(shared: &Shared) {
     let flight = shared.in_flight.lock().await;
     let now = Instant::now();
     let period = shared.registry().period();
     if let Some(period) = period {
         let due = shared.registry().due(now, period);
         if !due.is_empty() {
-            renew(shared, router, &due, period).await;
+            renew(shared, &due, period).await;
         }
     }
     drop(flight);
 }
 
-async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: Duration) {
+/// Renews `due`; true if a node's pipeline failed.
+async fn renew(shared: &Shared, due: &[Renewal], period: Duration) -> bool {
     let sent = Instant::now();
-    let answers = crate::hold::rounds::send(router, due, period).await;
+    let (router, listeners) = (&shared.router, &shared.listeners);
+    let answers = crate::hold::rounds::send(router, listeners, due, period).await;
+    let failed = answers.failed;
     let took = sent.elapsed();
     {
         let mut stats = shared.stats();
@@ -233,4 +285,5 @@ async fn renew(shared: &Shared, router: &Arc<Router>, due: &[Renewal], period: D
         shared.registry().mark_lost(&h, reason);
     }
     tracing::debug!(locks = due.len(), ?took, "locks renewed");
+    failed
 }

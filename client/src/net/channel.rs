@@ -25,14 +25,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
-use redis::io::tcp::socket2::TcpKeepalive;
-use redis::{ProtocolVersion, RedisError, RedisResult};
+use redis::{RedisError, RedisResult};
 use tokio::sync::Notify;
 
 use crate::net::mailbox::{Loss, Mailbox, Orphan};
 use crate::net::node::Node;
 use crate::pure::commands;
-use crate::pure::error::{timed_out, unreachable};
+use crate::pure::error::timed_out;
 use crate::pure::kind::Kind;
 
 /// One node's wait connection.
@@ -277,36 +276,6 @@ pub(crate) async fn whoami(conn: &mut MultiplexedConnection) -> RedisResult<(i64
         field.map(str::to_owned)
     });
     Ok((id, addr))
-}
-
-/// Opens wait connections to `node` with `opening`, within the node's connect timeout; an
-/// expiry names the node.
-pub(crate) async fn opened_in_time<T>(
-    node: &Node,
-    opening: impl std::future::Future<Output = RedisResult<T>>,
-) -> RedisResult<T> {
-    let limit = node.options.connect_timeout_duration();
-    tokio::time::timeout(limit, opening).await.map_err(|_| {
-        unreachable(
-            &node.addr,
-            timed_out("no wait connection within the connect timeout"),
-        )
-    })?
-}
-
-/// A client for `node`'s wait connections: its settings with `protocol`, `TCP_NODELAY` and
-/// TCP keepalive.
-pub(crate) fn wait_client(node: &Node, protocol: ProtocolVersion) -> RedisResult<redis::Client> {
-    let info = node.redis.get_connection_info().clone();
-    let settings = info.redis_settings().clone().set_protocol(protocol);
-    // The kernel counts keepalive times in whole seconds, 1 at least.
-    let every = node
-        .options
-        .keepalive_interval()
-        .max(Duration::from_secs(1));
-    let tcp = info.tcp_settings().clone().set_nodelay(true);
-    let tcp = tcp.set_keepalive(TcpKeepalive::new().with_time(every).with_interval(every));
-    redis::Client::open(info.set_redis_settings(settings).set_tcp_settings(tcp))
 }
 
 /// The error of a send on a wait connection that was given up.

@@ -26,7 +26,8 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, ProtocolVersion, RedisResult, Value};
 
-use crate::net::channel::{broken, opened_in_time, wait_client, whoami, Channel, Signals};
+use crate::net::channel::{broken, whoami, Channel, Signals};
+use crate::net::connect::{opened_in_time, wait_client};
 use crate::net::mailbox::{Loss, Outcome};
 use crate::net::node::{Node, IDLE_CHECK};
 use crate::pure::commands;

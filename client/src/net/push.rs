@@ -19,34 +19,25 @@
 
 use std::sync::{Arc, Weak};
 
-use redis::{AsyncConnectionConfig, ProtocolVersion, PushInfo, PushKind, RedisResult};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use redis::{PushInfo, PushKind, RedisResult};
+use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::net::channel::{opened_in_time, wait_client, whoami, Channel, Signals};
+use crate::net::channel::{whoami, Channel, Signals};
+use crate::net::connect::{opened_in_time, push_link};
 use crate::net::mailbox::{self, Loss};
 use crate::net::node::Node;
 use crate::pure::commands;
-use crate::pure::error::{timed_out, unreachable};
+use crate::pure::error::timed_out;
 
 /// Opens the wait connection to `node` and starts its dispatcher.
 pub(crate) async fn open(node: &Arc<Node>) -> RedisResult<Arc<Channel>> {
-    let o = node.options;
-    let (pushes, received) = unbounded_channel();
-    let config = AsyncConnectionConfig::new()
-        .set_response_timeout(Some(o.response_timeout_duration()))
-        .set_connection_timeout(Some(o.connect_timeout_duration()))
-        .set_push_sender(pushes);
-    let redis = wait_client(node, ProtocolVersion::RESP3)?;
     let opening = async {
-        let mut link = redis
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|err| unreachable(&node.addr, err))?;
+        let (mut link, received) = push_link(node).await?;
         let me = whoami(&mut link).await?;
         link.subscribe(format!("__rlock__:{}", me.0)).await?;
-        RedisResult::Ok((link, me))
+        RedisResult::Ok((link, me, received))
     };
-    let (link, me) = opened_in_time(node, opening).await?;
+    let (link, me, received) = opened_in_time(node, opening).await?;
     let channel = Channel::new(link, node, me, false);
     let (signals, weak) = (channel.signals.clone(), Arc::downgrade(&channel));
     tokio::spawn(async move {

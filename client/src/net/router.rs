@@ -48,6 +48,7 @@ use crate::net::topology::Topology;
 use crate::pure::commands;
 use crate::pure::config::ClientOptions;
 use crate::pure::error::Error;
+use crate::pure::naming::at_node;
 use crate::pure::slots;
 
 /// Sends commands to the nodes that serve their keys.
@@ -155,7 +156,8 @@ impl Router {
     /// most [`Error::MAX_REDIRECTS`] of them. While a command is on its way, `interrupt` may
     /// end the whole: the connection is then handed back with the interruption.
     ///
-    /// Fails only if no connection could be had; the command's own answer is in [`Sent`].
+    /// Fails only if no connection could be had; the command's own answer is in [`Sent`]. An
+    /// I/O error names the node it came from.
     pub(crate) async fn follow<T, K, C, I>(
         &self,
         key: &str,
@@ -175,7 +177,7 @@ impl Router {
                 Ok(conn) => conn,
                 // Nothing was sent: it may go to where the key is served now.
                 Err(err) if self.recover(key, &mut route, carrier, &err).await => continue,
-                Err(err) => return Err(err),
+                Err(err) => return Err(at_node(&route.node.addr, err)),
             };
             let cmd = make();
             let adapted = K::adapt(&conn, cmd.borrow());
@@ -203,6 +205,7 @@ impl Router {
                     continue;
                 }
             }
+            let answer = answer.map_err(|err| at_node(&route.node.addr, err));
             return Ok(Sent::Answered(answer, conn));
         }
     }

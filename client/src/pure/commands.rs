@@ -172,6 +172,13 @@ pub(crate) fn ping() -> Cmd {
     cmd("PING")
 }
 
+/// `LOCK.LISTEN prefix`: announce to this connection the holdings of owners of `prefix`.
+pub(crate) fn listen(prefix: &str) -> Cmd {
+    let mut cmd = cmd("LOCK.LISTEN");
+    cmd.arg(prefix);
+    cmd
+}
+
 /// `ASKING`: the next command on the connection may touch a slot being migrated here.
 pub(crate) fn asking() -> Cmd {
     cmd("ASKING")

@@ -18,6 +18,7 @@ use std::time::Duration;
 /// | [`retries`](ClientOptions::retries) | 2 | reconnections of a shared connection; acquisitions sent again on a fresh connection after a broken one |
 /// | [`margin`](ClientOptions::margin) | 20 ms | time taken off every lease, with 1% of it for clock drift |
 /// | [`quorum_timeout`](ClientOptions::quorum_timeout) | 10 s | how long a RedLock acquisition goes on while fewer than a majority of its servers answer |
+/// | [`listen_for_losses`](ClientOptions::listen_for_losses) | on | one connection per node hears the server announce an ended holding at once |
 ///
 /// ```
 /// use std::time::Duration;
@@ -40,6 +41,8 @@ pub struct ClientOptions {
     quorum: Duration,
     /// Known unsafe, for the chaos checker only (see `unsafe_release_once`).
     release_once: bool,
+    per_task: bool,
+    deaf: bool,
 }
 
 impl Default for ClientOptions {
@@ -53,6 +56,8 @@ impl Default for ClientOptions {
             margin: Duration::from_millis(20),
             quorum: Duration::from_secs(10),
             release_once: false,
+            per_task: false,
+            deaf: false,
         }
     }
 }
@@ -128,6 +133,39 @@ impl ClientOptions {
     pub fn unsafe_release_once(mut self) -> Self {
         self.release_once = true;
         self
+    }
+
+    /// Makes the acquisitions of [`Client::lock`](crate::Client::lock) (and of its read-write
+    /// locks and semaphores) reentrant per tokio task, as Redisson's are per thread: owned
+    /// by the calling task (`<client id>:t<task id>`; outside any task, the calling thread,
+    /// `<client id>:h<n>`), so that a task acquiring a lock it holds adds a hold at once.
+    /// Futures run together in one task (`join!`, `join_all`, `select!`) then share its
+    /// holdings and do not exclude each other. Off by default: an acquisition then reenters
+    /// only inside its holding's scope (`with_lock`, [`Guard::scope`](crate::Guard::scope)).
+    pub fn reentrant_per_task(mut self) -> Self {
+        self.per_task = true;
+        self
+    }
+
+    /// Whether the client keeps one listening connection per node on which the server
+    /// announces, at once, each holding of the client's that it ended without being asked
+    /// (`LOCK.LISTEN`: a force release, a `DEL`, a flush, an eviction, ...). On by default.
+    /// Off, such an end is found by the watchdog at its next renewal (a third of the lease
+    /// later at most), or at the holding's safe deadline, and no listening connection is
+    /// opened.
+    pub fn listen_for_losses(mut self, on: bool) -> Self {
+        self.deaf = !on;
+        self
+    }
+
+    /// See [`listen_for_losses`](ClientOptions::listen_for_losses).
+    pub fn listens_for_losses(&self) -> bool {
+        !self.deaf
+    }
+
+    /// See [`reentrant_per_task`](ClientOptions::reentrant_per_task).
+    pub fn reenters_per_task(&self) -> bool {
+        self.per_task
     }
 
     /// Whether [`unsafe_release_once`](ClientOptions::unsafe_release_once) was set.

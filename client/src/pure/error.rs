@@ -1,41 +1,12 @@
 //! The client's one error type, mapped from the server's error codes.
 
-use std::fmt;
 use std::time::Duration;
+
+pub use crate::pure::ended::EndCause;
+pub use crate::pure::loss::LossReason;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Why a held lock was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LossReason {
-    /// The server said the owner no longer holds the lock: a renewal answered 0, a release
-    /// answered `NOTHELD`, or the same owner was granted a new holding (new token) meanwhile.
-    /// Typical causes: `LOCK.FORCERELEASE`, a `DEL`, or the lease ran out on the server.
-    NotHeld,
-    /// The safe deadline passed without a successful renewal (the server did not answer in
-    /// time, the process or its runtime was paused), or, without the watchdog, the explicit
-    /// lease ended. The deadline comes a margin before the server's lease ends.
-    Expired,
-    /// A renewal was refused with `READONLY`: the node that held the lock became a replica
-    /// (a failover). The new master may or may not have the lock; the client does not count
-    /// on it.
-    Demoted,
-    /// [`Client::close`](crate::Client::close) released the lock.
-    Closed,
-}
-
-impl fmt::Display for LossReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            LossReason::NotHeld => "the server says it is no longer held",
-            LossReason::Expired => "its lease ran out without renewal",
-            LossReason::Demoted => "its node became a replica",
-            LossReason::Closed => "the client was closed",
-        })
-    }
-}
 
 /// Everything that can go wrong in this crate.
 ///
@@ -92,6 +63,46 @@ pub enum Error {
     #[error("lock '{key}': the node holds grants back ({detail})")]
     HeldBack {
         /// The lock's key.
+        key: String,
+        /// The server's text, its code included.
+        detail: String,
+    },
+    /// The node has as many waiters as it takes (`rlock.max-waiters`), or the lock has
+    /// (`rlock.max-waiters-per-key`): the wait was refused, nothing changed. Trying again
+    /// once waiters have left may succeed.
+    #[error("'{key}': the node takes no more waiters ({detail})")]
+    TooManyWaiters {
+        /// The key.
+        key: String,
+        /// The server's text, its code included.
+        detail: String,
+    },
+    /// A number of permits the server refuses: permits asked for or given that are not 1
+    /// to 2147483647, or a total (set, or after adding to it) that would not be 0 to
+    /// 2147483647. Nothing changed.
+    #[error("semaphore '{key}': {detail}")]
+    PermitsOutOfRange {
+        /// The semaphore's key.
+        key: String,
+        /// The server's text, its code included.
+        detail: String,
+    },
+    /// The master has fewer good replicas than its `min-replicas-to-write` asks for
+    /// (`NOREPLICAS`): it refused the write, nothing changed. Trying again once replicas
+    /// are back may succeed.
+    #[error("'{key}': the node has too few replicas to take writes ({detail})")]
+    NoReplicas {
+        /// The key.
+        key: String,
+        /// The server's text, its code included.
+        detail: String,
+    },
+    /// The node is out of memory (`OOM`): it is at `maxmemory` and refused the write, or
+    /// it evicted the lock while the call waited for it. Memory has to be freed (or
+    /// `maxmemory` raised) before writes succeed again.
+    #[error("'{key}': the node is out of memory ({detail})")]
+    OutOfMemory {
+        /// The key.
         key: String,
         /// The server's text, its code included.
         detail: String,
@@ -229,11 +240,17 @@ pub(crate) fn timed_out(what: &str) -> redis::RedisError {
 /// An I/O error stays one, of the same sort (refused, timed out, dropped); other errors (a
 /// refused password) are left as they are.
 pub(crate) fn unreachable(addr: &str, err: redis::RedisError) -> redis::RedisError {
-    use std::io::ErrorKind;
     if !err.is_io_error() {
         return err;
     }
-    let kind = if err.is_timeout() {
+    let text = format!("cannot reach {addr}: {err}");
+    std::io::Error::new(io_kind(&err), text).into()
+}
+
+/// The sort of an I/O error (refused, timed out, dropped), kept when it is named anew.
+pub(crate) fn io_kind(err: &redis::RedisError) -> std::io::ErrorKind {
+    use std::io::ErrorKind;
+    if err.is_timeout() {
         ErrorKind::TimedOut
     } else if err.is_connection_refusal() {
         ErrorKind::ConnectionRefused
@@ -241,8 +258,7 @@ pub(crate) fn unreachable(addr: &str, err: redis::RedisError) -> redis::RedisErr
         ErrorKind::ConnectionReset
     } else {
         ErrorKind::Other
-    };
-    std::io::Error::new(kind, format!("cannot reach {addr}: {err}")).into()
+    }
 }
 
 impl Error {

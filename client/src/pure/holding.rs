@@ -132,10 +132,11 @@ impl Holding {
     pub(crate) async fn lost(&self) -> LossReason {
         let mut changes = self.state.subscribe();
         loop {
+            // Marked seen before the check: a loss marked after it wakes the wait below.
+            let deadline = changes.borrow_and_update().deadline;
             if let Some(reason) = self.lost_reason() {
                 return reason;
             }
-            let deadline = changes.borrow_and_update().deadline;
             tokio::select! {
                 changed = changes.changed() => {
                     if changed.is_err() {
@@ -250,5 +251,38 @@ impl LostSignal {
         self.holding
             .deadline()
             .saturating_duration_since(Instant::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loss marked while `lost()` is between its check and its wait still resolves it
+    /// (the wait starts from the state it checked, not from a later one).
+    #[test]
+    fn a_loss_marked_during_the_wait_resolves_it() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        let losses = Arc::default();
+        for _ in 0..20_000 {
+            let far = Instant::now() + Duration::from_secs(600);
+            let holding = Holding::new(("k", "o", Kind::Lock), 1, far, &losses);
+            let waiting = runtime.spawn({
+                let holding = holding.clone();
+                async move { holding.lost().await }
+            });
+            std::thread::yield_now();
+            holding.mark_lost(LossReason::NotHeld);
+            let limit = Duration::from_secs(10);
+            let resolved = runtime.block_on(async { tokio::time::timeout(limit, waiting).await });
+            assert!(
+                resolved.is_ok(),
+                "lost() missed a loss marked while it waited"
+            );
+        }
     }
 }

@@ -8,6 +8,7 @@ use crate::pure::reply::{pairs, ttl};
 
 /// The state of a lock as `LOCK.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct LockInfo {
     /// The holder's owner id.

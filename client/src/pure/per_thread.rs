@@ -1,6 +1,6 @@
 //! What the blocking API keeps beside the async client: a runtime of its own, and each
-//! thread's owner id while the thread holds guards; and the default owner id of an async
-//! acquisition: its calling task's, or outside any task its calling thread's.
+//! thread's owner id while the thread holds guards; and the tag of an async acquisition's
+//! caller: its task's, or outside any task its thread's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -132,9 +132,10 @@ impl Threads {
     }
 }
 
-/// The owner id of an async acquisition made without an [`Owner`](crate::Owner): the
-/// calling task's, `<client id>:t<task id>`; outside any task (the future of a
-/// `block_on`, as under `#[tokio::main]`), the calling thread's, `<client id>:h<n>`.
+/// The calling task's tag, `<client id>:t<task id>`; outside any task (the future of a
+/// `block_on`, as under `#[tokio::main]`), the calling thread's, `<client id>:h<n>`: the
+/// owner id of an async acquisition without an [`Owner`](crate::Owner) when the client
+/// reenters per task, and what counts the locks a task holds outside any scope.
 pub(crate) fn caller_owner(client_id: &str) -> String {
     match tokio::task::try_id() {
         Some(task) => format!("{client_id}:t{task}"),

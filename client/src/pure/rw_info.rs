@@ -8,6 +8,7 @@ use crate::pure::reply::{self, error, list, pairs};
 
 /// A mode of a read-write lock: who holds it, or what a queued wait asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum RwMode {
     /// Shared: readers hold it (or the wait asks for a read hold).
     Read,
@@ -17,6 +18,7 @@ pub enum RwMode {
 
 /// One holder of a read-write lock, as `RWLOCK.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct RwHolder {
     /// The holder's owner id.
@@ -33,6 +35,7 @@ pub struct RwHolder {
 
 /// The state of a read-write lock as `RWLOCK.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct RwLockInfo {
     /// [`RwMode::Write`] while a writer holds it, [`RwMode::Read`] while only readers do.

@@ -8,6 +8,7 @@ use crate::pure::reply::{self, list, pairs};
 
 /// One holder of a semaphore, as `SEM.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct SemHolder {
     /// The holder's owner id.
@@ -22,6 +23,7 @@ pub struct SemHolder {
 
 /// The state of a semaphore as `SEM.INFO` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct SemaphoreInfo {
     /// The total of permits ([`Semaphore::set_permits`](crate::Semaphore::set_permits)).

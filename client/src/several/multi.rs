@@ -23,9 +23,9 @@ use crate::several::signal::{finish, unless_lost, GroupSignal};
 ///
 /// Each member keeps its own options (lease, watchdog) and is renewed by its own client's
 /// watchdog. Members that name the same key on the same server are taken once. Each member
-/// is acquired as its [`Lock`] says: a member from [`Client::lock`](crate::Client::lock) is
-/// owned by the task that acquires the MultiLock (it reenters a lock that task holds), one
-/// from [`Owner::lock`](crate::Owner::lock) by that owner.
+/// is acquired as its [`Lock`] says: a member from [`Client::lock`](crate::Client::lock)
+/// has an owner of its own (it reenters only inside the scope of a holding of that lock,
+/// see [`Guard::scope`]), one from [`Owner::lock`](crate::Owner::lock) is that owner's.
 ///
 /// ```no_run
 /// # async fn demo(a: rlock_client::Client, b: rlock_client::Client) -> rlock_client::Result<()> {
@@ -76,7 +76,9 @@ impl MultiLock {
 
     /// Takes every member (as [`acquire`](MultiLock::acquire) does), runs `work` while
     /// holding them, then releases them, as [`Lock::with_lock`] does: if a member is lost
-    /// while `work` runs, `work` is dropped and the call fails with [`Error::Lost`].
+    /// while `work` runs, `work` is dropped and the call fails with [`Error::Lost`]. `work`
+    /// runs in the scope of every member (see [`Guard::scope`]): an acquisition of a member
+    /// by its client inside it reenters.
     pub async fn with_lock<F, Fut, T>(&self, work: F) -> Result<T>
     where
         F: FnOnce(GroupSignal) -> Fut,
@@ -84,7 +86,10 @@ impl MultiLock {
     {
         let guard = self.acquire().await?;
         let signal = guard.lost_signal();
-        let done = unless_lost(&signal, work(signal.clone())).await;
+        let members = guard.guards().iter();
+        let holdings = members.map(|g| (g.key().to_owned(), g.owner().to_owned()));
+        let work = crate::pure::scope::within(holdings.collect::<Vec<_>>(), work(signal.clone()));
+        let done = unless_lost(&signal, work).await;
         finish(&self.names().join(","), done, guard.release().await)
     }
 

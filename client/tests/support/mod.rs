@@ -191,6 +191,25 @@ impl Server {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// The URL of this server for a user that may do everything but listen for the ends of
+    /// its holdings (`LOCK.LISTEN`): its losses are found by renewals alone.
+    #[allow(dead_code)]
+    pub fn unlistened_url(&self) -> String {
+        let user = [
+            "ACL",
+            "SETUSER",
+            "deaf",
+            "on",
+            ">pw",
+            "+@all",
+            "-lock.listen",
+            "~*",
+            "&*",
+        ];
+        let _: String = self.cmd(&user);
+        format!("redis://deaf:pw@127.0.0.1:{}/", self.port())
+    }
+
     /// A [`Client`] of this server.
     pub async fn client(&self) -> Client {
         Client::open(self.url()).await.expect("open a client")
