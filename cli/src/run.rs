@@ -289,7 +289,12 @@ async fn announce_wait(client: &Client, key: &str, args: &RunArgs) {
             "rlock: waiting for '{key}' ({limit}): held by {} (token {}, {} queued before us)",
             info.owner, info.token, info.waiters
         ),
-        _ => eprintln!("rlock: waiting for '{key}' ({limit})"),
+        Ok(None) => eprintln!(
+            "rlock: waiting for '{key}' ({limit}): it is free, but the server holds grants back \
+             for now (for 2 s after it stood still, during the failover delay after a \
+             promotion, while too few replicas answer, or during script clients' turn)"
+        ),
+        Err(_) => eprintln!("rlock: waiting for '{key}' ({limit})"),
     }
 }
 

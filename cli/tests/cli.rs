@@ -6,25 +6,17 @@ mod support;
 mod tool;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{poll, Server};
-use tool::rlock;
+use tool::{finish, rlock, text};
 
 /// How long `rlock` may take to take or show a lock.
 const HELD_WITHIN: Duration = Duration::from_secs(10);
 
 fn run(server: &Server, args: &[&str]) -> Output {
     rlock(server, args).output().expect("run rlock")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn finish(child: Child) -> Output {
-    child.wait_with_output().expect("wait for rlock")
 }
 
 #[test]

@@ -7,40 +7,22 @@ mod support;
 mod tool;
 
 use std::path::Path;
-use std::process::{Child, Output};
+use std::process::Child;
 use std::time::Duration;
 
-use redis::Value;
 use support::{poll, Server};
-use tool::rlock;
+use tool::{finish, info_field, rlock, text};
 
 /// How long `rlock` may take to take or show a lock.
 const WITHIN: Duration = Duration::from_secs(10);
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn finish(child: Child) -> Output {
-    child.wait_with_output().expect("wait for rlock")
-}
-
-/// `RWLOCK.INFO key`'s field `name`, or `None` when the key does not exist.
-fn field(server: &Server, key: &str, name: &str) -> Option<Value> {
-    let fields: Option<Vec<Value>> = server.cmd(&["RWLOCK.INFO", key]);
-    let fields = fields?;
-    let at = fields
-        .iter()
-        .position(|v| *v == Value::BulkString(name.into()));
-    Some(fields[at.expect("the field is there") + 1].clone())
-}
-
 fn waiters(server: &Server, key: &str) -> i64 {
-    field(server, key, "waiters").map_or(0, |v| redis::from_redis_value(v).unwrap())
+    info_field(server, "RWLOCK.INFO", key, "waiters")
+        .map_or(0, |v| redis::from_redis_value(v).unwrap())
 }
 
 fn mode(server: &Server, key: &str) -> Option<String> {
-    field(server, key, "mode").map(|v| redis::from_redis_value(v).unwrap())
+    info_field(server, "RWLOCK.INFO", key, "mode").map(|v| redis::from_redis_value(v).unwrap())
 }
 
 /// A run of `flags` on `job` whose command marks `<name>-ran` in `dir`, then waits for

@@ -1,6 +1,9 @@
 //! `rlock run` asks the server who holds the lock every `--check` while the command runs,
 //! and kills the command on the first answer that shows the lock taken from it, without
-//! waiting for the next renewal (every third of the lease: 10 s by default).
+//! waiting for the next renewal (every third of the lease: 10 s by default). The checks
+//! find what the server does not announce: here `rlock` signs in as a user that may not
+//! listen for announcements (`LOCK.LISTEN`), so only the checks can tell (announced losses:
+//! `announced.rs`).
 
 // The client crate's test support: a redis-server of its own per test.
 #[path = "../../client/tests/support/mod.rs"]
@@ -11,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{poll, Server};
-use tool::{first_line, group, rlock, Reap};
+use tool::{first_line, group, rlock, rlock_at, Reap};
 
 /// The default `--check`.
 const CHECK: Duration = Duration::from_secs(1);
@@ -36,7 +39,9 @@ fn sleeper(server: &Server, options: &[&str]) -> (Child, Reap) {
     let mut args = vec!["run", "job"];
     args.extend_from_slice(options);
     args.extend_from_slice(&["--", "sh", "-c", "echo $$; exec sleep 100"]);
-    let mut child = rlock(server, &args).spawn().expect("spawn rlock");
+    let mut child = rlock_at(&server.unlistened_url(), &args)
+        .spawn()
+        .expect("spawn rlock");
     let pgid: i32 = first_line(&mut child).parse().expect("the shell's pid");
     assert!(
         poll(Duration::from_secs(5), || server.info("job").is_some()),
@@ -117,7 +122,7 @@ fn a_redlock_is_stopped_once_a_majority_of_its_servers_show_it_taken() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rlock"));
     cmd.env_remove("RLOCK_URL");
     for server in &servers {
-        cmd.arg("--url").arg(server.url());
+        cmd.arg("--url").arg(server.unlistened_url());
     }
     let script = "echo $$; exec sleep 100";
     cmd.args(["run", "job", "--check", "100ms", "--", "sh", "-c", script])

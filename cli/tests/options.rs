@@ -9,11 +9,7 @@ mod tool;
 use std::process::{Command, Output, Stdio};
 
 use support::Server;
-use tool::rlock;
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use tool::{rlock, text};
 
 /// `rlock ARGS` with no `--url` of the test's adding and no `RLOCK_URL`.
 fn bare(args: &[&str]) -> Output {

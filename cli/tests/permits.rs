@@ -7,26 +7,11 @@ mod tool;
 
 use std::process::Output;
 
-use redis::Value;
 use support::Server;
-use tool::{rlock, Scratch};
-
-/// `SEM.INFO key`'s field `name`, or `None` when the key does not exist.
-fn field(server: &Server, key: &str, name: &str) -> Option<Value> {
-    let fields: Option<Vec<Value>> = server.cmd(&["SEM.INFO", key]);
-    let fields = fields?;
-    let at = fields
-        .iter()
-        .position(|v| *v == Value::BulkString(name.into()));
-    Some(fields[at.expect("the field is there") + 1].clone())
-}
+use tool::{info_field, rlock, text, Scratch};
 
 fn number(server: &Server, key: &str, name: &str) -> i64 {
-    field(server, key, name).map_or(-1, |v| redis::from_redis_value(v).unwrap())
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    info_field(server, "SEM.INFO", key, name).map_or(-1, |v| redis::from_redis_value(v).unwrap())
 }
 
 #[test]

@@ -99,3 +99,24 @@ fn a_server_that_goes_down_during_a_wait_is_named() {
     );
     assert!(out.stdout.is_empty(), "{out:?}");
 }
+
+#[test]
+fn a_wait_held_back_by_the_server_says_why() {
+    let server = Server::start_with(&["--enable-debug-command", "yes"]);
+    let mut admin = server.conn();
+    // The server stands still for 1.2 s: a stall, after which it holds grants back for 2 s.
+    let slept: String = redis::cmd("DEBUG")
+        .arg(&["SLEEP", "1.2"])
+        .query(&mut admin)
+        .expect("debug sleep");
+    assert_eq!(slept, "OK");
+    let out = rlock(&server, &["run", "never-used", "--", "true"])
+        .output()
+        .expect("run rlock");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("it is free, but the server holds grants back"),
+        "{said}"
+    );
+}

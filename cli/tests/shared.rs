@@ -6,42 +6,24 @@
 mod support;
 mod tool;
 
-use std::process::{Child, Output};
 use std::time::Duration;
 
 use redis::Value;
 use support::{poll, Server};
-use tool::rlock;
+use tool::{finish, info_field, rlock, text};
 
 /// How long `rlock` may take to take or show a lock.
 const WITHIN: Duration = Duration::from_secs(10);
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn finish(child: Child) -> Output {
-    child.wait_with_output().expect("wait for rlock")
-}
-
-/// `RWLOCK.INFO key`'s field `name`, or `None` when the key does not exist.
-fn field(server: &Server, key: &str, name: &str) -> Option<Value> {
-    let fields: Option<Vec<Value>> = server.cmd(&["RWLOCK.INFO", key]);
-    let fields = fields?;
-    let at = fields
-        .iter()
-        .position(|v| *v == Value::BulkString(name.into()));
-    Some(fields[at.expect("the field is there") + 1].clone())
-}
-
 fn holders(server: &Server, key: &str) -> usize {
-    field(server, key, "holders").map_or(0, |v| {
+    info_field(server, "RWLOCK.INFO", key, "holders").map_or(0, |v| {
         redis::from_redis_value::<Vec<Value>>(v).unwrap().len()
     })
 }
 
 fn waiters(server: &Server, key: &str) -> i64 {
-    field(server, key, "waiters").map_or(0, |v| redis::from_redis_value(v).unwrap())
+    info_field(server, "RWLOCK.INFO", key, "waiters")
+        .map_or(0, |v| redis::from_redis_value(v).unwrap())
 }
 
 #[test]
@@ -71,7 +53,11 @@ fn two_shared_runs_hold_the_lock_at_once() {
     let (a, b) = (finish(a), finish(b));
     assert!(a.status.success(), "{a:?}");
     assert!(b.status.success(), "{b:?}");
-    assert_eq!(field(&server, "job", "mode"), None, "released by both");
+    assert_eq!(
+        info_field(&server, "RWLOCK.INFO", "job", "mode"),
+        None,
+        "released by both"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -96,7 +82,7 @@ fn a_held_write_makes_a_shared_run_wait_until_it_is_released() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("held for writing by writer"), "{stderr}");
     assert_eq!(
-        field(&server, "job", "mode"),
+        info_field(&server, "RWLOCK.INFO", "job", "mode"),
         None,
         "released after the command"
     );
@@ -167,7 +153,7 @@ fn info_and_release_speak_of_the_read_write_lock_with_shared() {
         .output()
         .unwrap();
     assert_eq!(text(&out.stdout), "job: released\n", "{out:?}");
-    assert_eq!(field(&server, "job", "mode"), None);
+    assert_eq!(info_field(&server, "RWLOCK.INFO", "job", "mode"), None);
     let out = rlock(&server, &["info", "--shared", "job"])
         .output()
         .unwrap();

@@ -4,7 +4,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+
+use redis::Value;
 
 use crate::support::Server;
 
@@ -116,4 +118,25 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Bytes a process printed, as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `child`'s exit and everything it printed.
+pub fn finish(child: Child) -> Output {
+    child.wait_with_output().expect("wait for rlock")
+}
+
+/// Field `name` of the map that `command key` answers (`RWLOCK.INFO`, `SEM.INFO`), or
+/// `None` when the key does not exist.
+pub fn info_field(server: &Server, command: &str, key: &str, name: &str) -> Option<Value> {
+    let fields: Option<Vec<Value>> = server.cmd(&[command, key]);
+    let fields = fields?;
+    let at = fields
+        .iter()
+        .position(|v| *v == Value::BulkString(name.into()));
+    Some(fields[at.expect("the field is there") + 1].clone())
 }
