@@ -40,6 +40,8 @@ pub struct Counts {
     /// Latch waits answered (1 or 0), and those that broke the latch rule (`check_sem.rs`).
     pub latch_waits: usize,
     pub latch_early: usize,
+    /// Holdings the servers ended whose holder was not told in time (`check_late.rs`).
+    pub late_losses: usize,
 }
 
 impl Counts {
@@ -57,6 +59,7 @@ impl Counts {
             + self.stalls
             + self.rw_wrong_replies
             + self.latch_early
+            + self.late_losses
     }
 }
 
@@ -97,6 +100,7 @@ pub fn judge(events: &[Event]) -> Counts {
             .map(|s| overlaps(s))
             .sum(),
         rw_wrong_replies: count(events, |e| matches!(e, Event::Wrong { .. })),
+        late_losses: crate::check_late::late_losses(events).len(),
         ..Counts::default()
     };
     let sem = crate::check_sem::counts(events);

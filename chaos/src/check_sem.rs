@@ -43,7 +43,7 @@ pub fn counts(events: &[Event]) -> SemCounts {
 /// The names of the semaphore workers begin so (their acquisitions are `sem_acquisitions`).
 pub const SEM_WORKERS: &str = "sem";
 
-/// One line per semaphore over its permits, token backwards and latch released early.
+/// One line per semaphore over its permits and token backwards (latch waits: [`early`]).
 pub fn describe(events: &[Event]) -> Vec<String> {
     let spans = spans_by_key(events);
     let mut lines = Vec::new();
@@ -61,7 +61,6 @@ pub fn describe(events: &[Event]) -> Vec<String> {
             ));
         }
     }
-    lines.extend(early(events));
     lines
 }
 
@@ -140,7 +139,8 @@ fn latch_waits(events: &[Event]) -> impl Iterator<Item = &Latch> {
 }
 
 /// The latch waits that broke the rule, one line each.
-fn early(events: &[Event]) -> Vec<String> {
+/// One line per latch wait that ended early (for the report).
+pub fn early(events: &[Event]) -> Vec<String> {
     let (mut counts, mut downs) = (BTreeMap::new(), BTreeMap::<&str, Vec<u64>>::new());
     for e in events {
         match e {

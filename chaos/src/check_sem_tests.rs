@@ -122,7 +122,7 @@ fn a_latch_wait_released_before_zero_or_timed_out_early_is_flagged() {
     ];
     let c = judge(&early);
     assert_eq!((c.latch_waits, c.latch_early), (1, 1), "{c:?}");
-    let line = &describe(&early)[0];
+    let line = &super::early(&early)[0];
     assert!(
         line.contains("released on latch:x at 320; zero at the earliest at 350"),
         "{line}"
@@ -134,5 +134,5 @@ fn a_latch_wait_released_before_zero_or_timed_out_early_is_flagged() {
     let short = [set(3), wait((50, 2050), 5, false)];
     let c = judge(&short);
     assert_eq!(c.latch_early, 1, "{c:?}");
-    assert!(describe(&short)[0].contains("timed out on latch:x after 2000 us"));
+    assert!(super::early(&short)[0].contains("timed out on latch:x after 2000 us"));
 }

@@ -13,12 +13,12 @@ use crate::history::History;
 use crate::topology::{Deployment, Topology, MASTER_NAME};
 use crate::workers::child::ChildWorker;
 use crate::workers::raw::Target;
-use crate::workers::{client, latch, raw, redisson, rw, sem, several, ticket, Ctx};
+use crate::workers::{client, latch, loss, raw, redisson, rw, sem, several, ticket, Ctx};
 
 /// Every kind of worker (the `--workers` list takes these).
 pub const KINDS: &[&str] = &[
     "client", "owner", "child", "raw", "ticket", "redisson", "redlock", "multi", "rw", "sem",
-    "latch",
+    "latch", "loss",
 ];
 
 /// The kinds `all` means: RedLock and MultiLock need several servers, and read-write locks
@@ -33,7 +33,7 @@ pub fn default_kinds(topology: Topology, unsafe_mode: bool) -> Vec<String> {
             topology == Topology::Single || (unsafe_mode && topology == Topology::Sentinel)
         }
         "raw" | "ticket" => topology != Topology::Cluster,
-        "rw" | "sem" | "latch" => topology != Topology::Redlock,
+        "rw" | "sem" | "latch" | "loss" => topology != Topology::Redlock,
         _ => true,
     };
     KINDS.iter().filter(fits).map(|k| k.to_string()).collect()
@@ -81,6 +81,10 @@ pub fn start(
                 format!("client{i}"),
             )));
         }
+    }
+    for i in 0..if has("loss") { 3 } else { 0 } {
+        let name = format!("loss{i}");
+        tasks.push(Box::pin(loss::run(ctx.clone(), clients[0].clone(), name)));
     }
     if has("owner") {
         let owner = Arc::new(clients[0].owner());

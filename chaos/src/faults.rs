@@ -42,6 +42,7 @@ pub const ALL: &[&str] = &[
     "flood",
     "freeze",
     "cross-kind",
+    "end-holding",
 ];
 
 /// The faults that make sense in `topology`.
@@ -51,6 +52,7 @@ pub fn available(topology: Topology) -> Vec<&'static str> {
         "sentinel-failover" | "promote" => topology == Topology::Sentinel,
         "failover" | "live-master" => replicated,
         "migrate" | "flood" => topology == Topology::Cluster,
+        "end-holding" => topology != Topology::Redlock,
         _ => true,
     };
     ALL.iter().copied().filter(fits).collect()
@@ -130,6 +132,7 @@ impl Injector<'_> {
             "flood" => self.flood(d),
             "freeze" => self.freeze(i),
             "cross-kind" => self.cross_kind(),
+            "end-holding" => self.end_holding(),
             _ => return,
         };
         let Some(what) = what else { return };

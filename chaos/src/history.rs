@@ -118,6 +118,14 @@ pub enum Event {
     },
     Sem(crate::history_sem::SemSpan),
     Latch(crate::history_sem::Latch),
+    /// A loss worker's holding (`check_late.rs`).
+    Held(crate::history_sem::Held),
+    /// The `end-holding` fault ended the holdings of `owners` on `key` at `t_us`.
+    Ended {
+        t_us: u64,
+        key: String,
+        owners: Vec<String>,
+    },
 }
 
 /// The shared history. In a child-process worker it prints each event as a line instead,

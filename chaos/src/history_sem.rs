@@ -1,6 +1,7 @@
-//! What semaphore and latch workers saw, as events of the shared history: the permits a
-//! semaphore worker believed it held over a span of time, and a latch's set, count-downs
-//! and waits. Times are this machine's clock in microseconds (the workers are threads).
+//! What semaphore, latch and loss workers saw, as events of the shared history: the
+//! permits a semaphore worker believed it held over a span of time, a latch's set,
+//! count-downs and waits, and a loss worker's holdings. Times are this machine's clock in
+//! microseconds (the workers are threads).
 
 /// A span during which a worker believed it held `permits` of `key`'s semaphore: from the
 /// reply that granted them to the send of the release that gave some back, or to the end
@@ -35,4 +36,17 @@ pub enum Latch {
         wait_ms: u64,
         released: bool,
     },
+}
+
+/// A holding of a loss worker, as the worker saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub key: String,
+    pub owner: String,
+    /// When its acquisition returned.
+    pub from_us: u64,
+    /// When `lost()` resolved, if it did.
+    pub told_us: Option<u64>,
+    /// When the worker stopped holding (its release sent, or it gave up after a loss).
+    pub until_us: u64,
 }

@@ -6,6 +6,7 @@
 
 mod check;
 mod check_gaps;
+mod check_late;
 mod check_sem;
 mod check_watch;
 mod cluster;
@@ -13,6 +14,7 @@ mod crew;
 mod deploy;
 mod faults;
 mod faults_conn;
+mod faults_end;
 mod faults_kinds;
 mod history;
 mod history_sem;

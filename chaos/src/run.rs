@@ -99,11 +99,17 @@ fn judge_run(
 ) -> Counts {
     let watch = crate::check_watch::describe(events);
     let sem = crate::check_sem::describe(events);
+    // Latch lines apart from the semaphores': 30 of each, so that many of one kind never
+    // hide the other.
+    let latch = crate::check_sem::early(events);
+    let late = crate::check_late::describe(events);
     for line in crate::check::describe(events)
         .iter()
         .take(30)
         .chain(watch.iter().take(30))
         .chain(sem.iter().take(30))
+        .chain(latch.iter().take(30))
+        .chain(late.iter().take(30))
     {
         eprintln!("{line}");
     }
@@ -170,10 +176,10 @@ pub fn safety_line(s: &Settings, c: &Counts) -> String {
         "SAFETY topology={} seed={} secs={} acquisitions={} faults={} overlaps={} stale_accepted={} \
          repeated_tokens={} backwards_tokens={} lost_replies={} double_replies={} replica_diffs={} crashes={} \
          leaked_holds={} stalls={} rw_acquisitions={} rw_overlaps={} rw_wrong_replies={} \
-         sem_acquisitions={} sem_overlaps={} latch_waits={} latch_early={}",
+         sem_acquisitions={} sem_overlaps={} latch_waits={} latch_early={} late_losses={}",
         s.topology.name(), s.seed, s.secs, c.acquisitions, c.faults, c.overlaps, c.stale_accepted,
         c.repeated_tokens, c.backwards_tokens, c.lost_replies, c.double_replies, c.replica_diffs, c.crashes,
         c.leaked_holds, c.stalls, c.rw_acquisitions, c.rw_overlaps, c.rw_wrong_replies,
-        c.sem_acquisitions, c.sem_overlaps, c.latch_waits, c.latch_early
+        c.sem_acquisitions, c.sem_overlaps, c.latch_waits, c.latch_early, c.late_losses
     )
 }

@@ -5,7 +5,8 @@
 //! alone, which then hold past their lease and forget holdings, it must count overlaps of
 //! read-write locks and leaked holds; with semaphore and latch workers alone, which then
 //! believe past their lease and count a timeout as a release, it must count a semaphore
-//! over its permits and a latch released early.
+//! over its permits and a latch released early; with loss workers whose client does not
+//! listen for the server's announcements, it must count late losses.
 
 use std::process::Command;
 
@@ -97,6 +98,20 @@ fn unsafe_run(seed: u64) -> UnsafeRun {
 
 fn unsafe_run_with(seed: u64, faults: &str) -> UnsafeRun {
     unsafe_run_of(seed, faults, "all")
+}
+
+#[test]
+fn unsafe_switch_makes_loss_workers_late() {
+    let mut runs = Vec::new();
+    for seed in SEEDS {
+        let run = unsafe_run_of(seed, "end-holding", "loss");
+        if run.count("late_losses") > 0 {
+            assert!(run.stderr.contains("late loss on loss:"), "{}", run.stderr);
+            return assert_eq!(run.status, Some(1), "{}", run.safety);
+        }
+        runs.push(run.safety);
+    }
+    panic!("no unsafe run of loss workers counted a late loss: {runs:#?}");
 }
 
 fn unsafe_run_of(seed: u64, faults: &str, workers: &str) -> UnsafeRun {

@@ -2,12 +2,14 @@
 //! send them ([`raw`]), tickets over one RESP3 connection ([`ticket`]), Redisson-style Lua
 //! scripts ([`redisson`]), client-crate workers in child processes that the faults can
 //! pause or kill ([`child`]), raw `RWLOCK.*` read-write workers ([`rw`]), and raw `SEM.*`
-//! semaphore ([`sem`]) and `LATCH.*` latch ([`latch`]) workers.
+//! semaphore ([`sem`]) and `LATCH.*` latch ([`latch`]) workers, and client-crate holders
+//! whose holdings a fault ends on the server ([`loss`]).
 
 pub mod child;
 pub mod client;
 pub mod field_owner;
 pub mod latch;
+pub mod loss;
 pub mod raw;
 pub mod redisson;
 pub mod rw;
@@ -35,11 +37,13 @@ pub const LEASE: Duration = Duration::from_millis(2000);
 
 /// The options of the client-crate workers' clients. With the unsafe switch, a release
 /// that fails for its connection is not sent again: its hold stays behind until its lease
-/// ends, a leaked hold the checker must count.
+/// ends, a leaked hold the checker must count; and the clients do not listen for the
+/// server's announcements of ended holdings: the loss workers learn of them at a renewal,
+/// late losses the checker must count.
 pub fn client_options(unsafe_mode: bool) -> ClientOptions {
     let options = ClientOptions::new().response_timeout(Duration::from_secs(1));
     if unsafe_mode {
-        return options.unsafe_release_once();
+        return options.unsafe_release_once().listen_for_losses(false);
     }
     options
 }

@@ -64,8 +64,11 @@ enum Got {
     Token(i64),
     /// Not granted within its `WAIT`.
     Busy,
-    /// An error, or no reply.
+    /// An error reply: nothing was granted.
     Failed,
+    /// No reply, or the connection broke first: a grant may have been made that nobody
+    /// could be told of (it ends with its lease, as the interface says).
+    Unknown,
 }
 
 /// One worker thread until the run stops; with `tickets`, 3 acquisitions in 10 are
@@ -137,8 +140,11 @@ impl Rw<'_> {
         } else {
             self.by_wait(&key, &owner, mode, wait)
         };
-        if !matches!(got, Got::Token(_)) {
-            ctx.history.believe(&key, &owner, false);
+        match got {
+            Got::Token(_) => {}
+            // Believed until a grant made as the connection broke would have ended.
+            Got::Unknown => self.unbelieve_after_a_lease(&key, &owner),
+            Got::Busy | Got::Failed => ctx.history.believe(&key, &owner, false),
         }
         match got {
             Got::Token(token) => {
@@ -157,7 +163,7 @@ impl Rw<'_> {
                 released && sound && !self.node.dead
             }
             Got::Busy => sound && !self.node.dead,
-            Got::Failed => {
+            Got::Failed | Got::Unknown => {
                 ctx.history.acquired(name, false);
                 std::thread::sleep(Duration::from_millis(50));
                 sound && !self.node.dead
@@ -185,7 +191,8 @@ impl Rw<'_> {
             Some(Ok(Value::Int(token))) => (Got::Token(token), sound),
             Some(Ok(_)) => (Got::Busy, sound),
             Some(Err(e)) if e.code() == Some("READONLY") => (Got::Failed, false),
-            _ => (Got::Failed, sound),
+            Some(Err(_)) => (Got::Failed, sound),
+            None => (Got::Unknown, sound),
         }
     }
 
@@ -209,7 +216,7 @@ impl Rw<'_> {
             End::Not => (Got::Failed, true),
             End::Broken => {
                 self.receiver = None;
-                (Got::Failed, true)
+                (Got::Unknown, true)
             }
         }
     }

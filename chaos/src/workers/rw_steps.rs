@@ -16,8 +16,8 @@ use super::rw_tally::{
 use super::LEASE;
 use crate::history::{now_us, Event, Mode};
 
-/// How long past the worker's deadline a hold whose release went unanswered may stay (the
-/// margin, and the time its lease-setting command took to reach the server).
+/// How long past the latest end of its lease a hold whose release went unanswered may stay
+/// (the server's timer and its samples' own delay).
 const HOLD_SLACK: Duration = Duration::from_millis(150);
 
 /// An error the interface gives for a refusal (not a passing state of the server, such as
@@ -36,16 +36,23 @@ fn holds(h: &mut Holding, mode: Mode) -> &mut u32 {
 
 impl Rw<'_> {
     /// Ends the worker's belief in `h`: now when every release was answered (`released`:
-    /// and the connection held), else at the end of its lease, when the holds end anyway.
+    /// and the connection held), else when its lease has surely ended, when the holds end
+    /// anyway. That is a lease from now: `h.deadline` is the lease's earliest end, counted
+    /// from the send of the command that set it, and a wait or a renewal may have set it
+    /// up to the moment its reply came.
     pub fn unbelieve(&self, h: &Holding, released: bool) {
         if released && !h.unsure {
             return self.ctx.history.believe(&h.key, &h.owner, false);
         }
-        let left = h.deadline.saturating_duration_since(Instant::now()) + HOLD_SLACK;
+        self.unbelieve_after_a_lease(&h.key, &h.owner);
+    }
+
+    /// Ends the belief in `owner`'s holds of `key` when a lease set by now has surely ended.
+    pub fn unbelieve_after_a_lease(&self, key: &str, owner: &str) {
         self.ctx.history.push(Event::Belief {
-            t_us: now_us() + left.as_micros() as u64,
-            key: h.key.clone(),
-            owner: h.owner.clone(),
+            t_us: now_us() + (LEASE + HOLD_SLACK).as_micros() as u64,
+            key: key.to_owned(),
+            owner: owner.to_owned(),
             begin: false,
         });
     }
