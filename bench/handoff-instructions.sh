@@ -2,8 +2,9 @@
 # The server's instructions per acquisition, counted by callgrind over the whole server (the
 # event loop, the reading and writing of replies included): an uncontended acquire+release
 # pair at depth 16, against an acquisition handed over from one waiter to the next (blocked
-# clients or tickets, scenario 9's handoffs), and an empty module command as the floor of
-# any module command. Repeatable where wall-clock ratios are not.
+# clients or tickets, scenario 9's handoffs), and as floors an empty module command and the
+# same two ways of waiting handed on with nothing held (bench/floor/noop.c). Repeatable
+# where wall-clock ratios are not.
 #   bench/handoff-instructions.sh [seconds]
 # Needs valgrind and gcc; builds nothing of rlock: run
 # `cargo build --release -p rlock -p rlock-bench` first.
@@ -15,13 +16,8 @@ bench="$root/target/release/rlock-bench"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# The empty command's module, built against the header the module's own crate ships.
-header="$(cd "$root" && cargo metadata --format-version 1 2>/dev/null |
-    python3 -c 'import json, sys, os
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == "redis-module":
-        print(os.path.join(os.path.dirname(p["manifest_path"]), "src", "include"))')"
-gcc -O2 -fPIC -shared -I"$header" -o "$work/noop.so" "$root/bench/floor/noop.c"
+# The floor module, built against the header the module's own crate ships.
+"$root/bench/floor/build.sh" "$work/noop.so" >/dev/null
 
 # count NAME MODULE -- a command that loads the server: instructions of the whole server.
 count() {
@@ -48,9 +44,11 @@ pair="$(count pair "$module" -- "$bench" load PORT rlock 16 "$secs")"
 echo "uncontended pair (depth 16): $((pair / $(calls pair lock.release))) instructions per acquisition"
 plain="$(count plain "$module" -- "$bench" load PORT plain 16 "$secs")"
 echo "HSET+DEL pair (depth 16): $((plain / $(calls plain del))) instructions per pair"
-for mode in block tickets; do
-    total="$(count "$mode" "$module" -- "$bench" handoffs PORT "$mode" "$secs")"
-    handoffs="$(sed -n 's/^[a-z]*: \([0-9]*\) handoffs.*/\1/p' "$work/$mode.run")"
+for mode in block tickets floor-block floor-tickets; do
+    mod="$module"
+    [[ "$mode" == floor-* ]] && mod="$work/noop.so"
+    total="$(count "$mode" "$mod" -- "$bench" handoffs PORT "$mode" "$secs")"
+    handoffs="$(sed -n 's/^[a-z-]*: \([0-9]*\) handoffs.*/\1/p' "$work/$mode.run")"
     echo "handoff ($mode): $((total / handoffs)) instructions per acquisition"
 done
 noop="$(count noop "$work/noop.so" -- redis-benchmark -p PORT -P 16 -c 4 -n 200000 -q NOOP.KEYED k)"

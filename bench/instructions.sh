@@ -1,37 +1,62 @@
 #!/usr/bin/env bash
-# Server instructions per acquire+release pair, counted by callgrind inside Redis's `call()`
-# under a depth-16 load: repeatable where wall-clock ratios are not (a shared 2-core VM).
-#   bench/instructions.sh [rlock|lua|plain] [seconds]
-# Needs valgrind; builds nothing: run `cargo build --release -p rlock -p rlock-bench` first.
+# Server instructions per operation, counted by callgrind inside Redis's `processCommand()`
+# (the command's lookup and checks, its run, and any command it runs in turn: a script's, a
+# fenced write's) under a depth-16 load: repeatable where wall-clock ratios are not.
+#   bench/instructions.sh [rlock|lua|plain|noop|fenced|hset] [seconds] [callgrind output]
+# rlock, lua, plain (HSET+DEL), noop (two calls of the empty module command): per
+# acquire+release pair, loaded by `rlock-bench load`; fenced (`LOCK.FENCED ... HSET`) and
+# hset (the plain `HSET`): per write, loaded by redis-benchmark. With a third argument the
+# callgrind output is kept there, for `callgrind_annotate --inclusive=yes FILE`.
+# Needs valgrind; builds nothing: run `cargo build --release -p rlock -p rlock-bench` first
+# (and `bench/floor/build.sh` for noop).
 set -euo pipefail
 side="${1:-rlock}"
 secs="${2:-4}"
+keep="${3:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-module="$root/target/release/librlock.so"
-bench="$root/target/release/rlock-bench"
+target="${CARGO_TARGET_DIR:-$root/target}"
+module="$target/release/librlock.so"
+bench="$target/release/rlock-bench"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 work="$(mktemp -d)"
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
+floor=()
+[ "$side" = noop ] && floor=(--loadmodule "$target/release/librlock_floor.so")
 valgrind --tool=callgrind --callgrind-out-file="$work/out" --collect-atstart=no \
-    --toggle-collect=call redis-server --port "$port" --bind 127.0.0.1 --save "" \
-    --loadmodule "$module" >"$work/log" 2>&1 &
+    --toggle-collect=processCommand redis-server --port "$port" --bind 127.0.0.1 --save "" \
+    --loadmodule "$module" "${floor[@]}" >"$work/log" 2>&1 &
 server=$!
 for _ in $(seq 150); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && break
     sleep 0.2
 done
-"$bench" load "$port" "$side" 16 "$secs" >/dev/null
+writes=$((secs * 10000))
+case "$side" in
+    rlock | lua | plain | noop) "$bench" load "$port" "$side" 16 "$secs" >/dev/null ;;
+    fenced)
+        token="$(redis-cli -p "$port" LOCK.ACQUIRE 'lock:{f}' bench LEASE 3600000)"
+        redis-benchmark -p "$port" -P 16 -c 8 -n "$writes" -q \
+            LOCK.FENCED 'lock:{f}' bench "$token" HSET 'order:{f}' f v >/dev/null ;;
+    hset) redis-benchmark -p "$port" -P 16 -c 8 -n "$writes" -q HSET 'order:{f}' f v >/dev/null ;;
+    *) echo "side must be rlock, lua, plain, noop, fenced or hset" >&2; exit 2 ;;
+esac
 case "$side" in
     rlock) counted=lock.release; per=1 ;;
     lua) counted=evalsha; per=2 ;;
     plain) counted=del; per=1 ;;
-    *) echo "side must be rlock, lua or plain" >&2; exit 2 ;;
+    noop) counted=noop.keyed; per=2 ;;
+    fenced) counted=lock.fenced; per=1 ;;
+    hset) counted=hset; per=1 ;;
 esac
 calls="$(redis-cli -p "$port" info commandstats | tr -d '\r' |
     sed -n "s/^cmdstat_$counted:calls=\([0-9]*\),.*/\1/p")"
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait "$server" || true
 total="$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/log")"
-pairs=$((calls / per))
-echo "$side: $pairs pairs, $((total / pairs)) instructions per pair inside call()"
+ops=$((calls / per))
+[ -n "$keep" ] && cp "$work/out" "$keep"
+case "$side" in
+    fenced | hset) echo "$side: $ops writes, $((total / ops)) instructions per write inside processCommand()" ;;
+    *) echo "$side: $ops pairs, $((total / ops)) instructions per pair inside processCommand()" ;;
+esac

@@ -1,12 +1,87 @@
+#include <stdio.h>
 #include "redismodule.h"
-/* NOOP.KEYED key: opens nothing, replies 1 (a module command's own cost). */
+/* The floors of the hot commands' table: what Redis charges a module command, and a wait
+ * handed on, before a module does anything of its own.
+ *   NOOP.KEYED key   opens nothing, replies 1 (a module command's own cost).
+ *   NOOP.BLOCK key   blocks the caller (RedisModule_BlockClient, no timeout) at the end of
+ *                    one queue shared by every key; replied 1 when passed.
+ *   NOOP.PASS key    unblocks the oldest blocked caller (RedisModule_UnblockClient);
+ *                    replies 1, or 0 when nobody was blocked.
+ *   NOOP.QUEUE key   queues a ticket of the caller at the end of one queue shared by every
+ *                    key; replies [queued, id].
+ *   NOOP.PUSH key    ends the oldest ticket on key (tickets of other keys before it are
+ *                    dropped): publishes "<id> 1" to its caller's channel (__rlock__:<client
+ *                    id>, as the lock's tickets); replies 0.
+ * A waiter that sends NOOP.PASS then NOOP.BLOCK in turn (NOOP.PUSH then NOOP.QUEUE) is a
+ * handoff with nothing held. */
+#define QUEUE 65536
+static RedisModuleBlockedClient *blocked[QUEUE];
+static unsigned long long head, tail;
+static struct { unsigned long long client, id, key; } tickets[QUEUE];
+
+/* The key's name as a number (FNV-1a): which queue a ticket is on. */
+static unsigned long long KeyOf(RedisModuleString *key) {
+    size_t len;
+    const char *bytes = RedisModule_StringPtrLen(key, &len);
+    unsigned long long h = 14695981039346656037ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)bytes[i]) * 1099511628211ULL;
+    return h;
+}
+static unsigned long long first, next_id;
+
 static int Noop(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv; (void)argc;
     return RedisModule_ReplyWithLongLong(ctx, 1);
+}
+static int Passed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv; (void)argc;
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+}
+static int Block(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv; (void)argc;
+    if (tail - head >= QUEUE) return RedisModule_ReplyWithError(ctx, "ERR the queue is full");
+    blocked[tail++ % QUEUE] = RedisModule_BlockClient(ctx, Passed, NULL, NULL, 0);
+    return REDISMODULE_OK;
+}
+static int Pass(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv; (void)argc;
+    if (head == tail) return RedisModule_ReplyWithLongLong(ctx, 0);
+    RedisModule_UnblockClient(blocked[head++ % QUEUE], NULL);
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+}
+static int Queue(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 2) return RedisModule_WrongArity(ctx);
+    if (next_id - first >= QUEUE) return RedisModule_ReplyWithError(ctx, "ERR the queue is full");
+    tickets[next_id % QUEUE].key = KeyOf(argv[1]);
+    tickets[next_id % QUEUE].client = RedisModule_GetClientId(ctx);
+    tickets[next_id % QUEUE].id = next_id;
+    RedisModule_ReplyWithArray(ctx, 2);
+    RedisModule_ReplyWithSimpleString(ctx, "queued");
+    return RedisModule_ReplyWithLongLong(ctx, (long long)next_id++);
+}
+static int Push(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 2) return RedisModule_WrongArity(ctx);
+    unsigned long long key = KeyOf(argv[1]);
+    while (first != next_id && tickets[first % QUEUE].key != key) first++;
+    if (first == next_id) return RedisModule_ReplyWithLongLong(ctx, 0);
+    char channel[48], message[48];
+    int c = snprintf(channel, sizeof channel, "__rlock__:%llu", tickets[first % QUEUE].client);
+    int m = snprintf(message, sizeof message, "%llu 1", tickets[first % QUEUE].id);
+    first++;
+    RedisModuleString *ch = RedisModule_CreateString(ctx, channel, (size_t)c);
+    RedisModuleString *msg = RedisModule_CreateString(ctx, message, (size_t)m);
+    RedisModule_PublishMessage(ctx, ch, msg);
+    RedisModule_FreeString(ctx, ch);
+    RedisModule_FreeString(ctx, msg);
+    return RedisModule_ReplyWithLongLong(ctx, 0);
 }
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv; (void)argc;
     if (RedisModule_Init(ctx, "noop", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "noop.keyed", Noop, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.block", Block, "write", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.pass", Pass, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.queue", Queue, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.push", Push, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     return REDISMODULE_OK;
 }

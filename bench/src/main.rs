@@ -7,24 +7,30 @@
 //! The table also goes to `target/bench-report.md`.
 //!
 //! Layout: `suite.rs` runs the scenarios (`uncontended.rs`, `contended.rs`, `crash.rs`,
-//! `watchdog.rs`); `side.rs` holds both sides' commands and the baseline's scripts,
-//! `redisson.rs` its way of waiting; `redlock.rs` scenario 7 (the client crate's RedLock over
-//! three servers against its one-server lock); `fenced.rs` scenario 8 (a fenced write against
-//! a plain one); `waiting.rs` scenario 9 (waiting at scale: `waits.rs` many waits held by
-//! one client process, `handoffs.rs` contended handoffs, `resp3.rs` the tickets' raw RESP3
-//! connection); `mixed.rs` scenario 10 (native and Redisson-style waiters on one key);
-//! `rwlock.rs` scenario 11 (a read-mostly read-write lock against Redisson's
-//! `RReadWriteLock` scripts, `rw_table.rs` its figures); `semaphore.rs` scenario 12 (a
-//! contended semaphore against Redisson's `RPermitExpirableSemaphore` scripts, `sem_side.rs`
-//! both sides' calls, `sem_table.rs` its figures); `server.rs` the server and its statistics; `report.rs` the
-//! table.
+//! `watchdog.rs`); `hot.rs` the hot commands' table (scenarios 1, 2, 8 and 9 against their goals
+//! and floors); `side.rs` holds both sides' commands and the baseline's scripts, `redisson.rs` its
+//! way of waiting; `redlock.rs` scenario 7 (the client crate's RedLock over three servers against
+//! its one-server lock); `fenced.rs` scenario 8 (a fenced write against a plain one); `waiting.rs`
+//! scenario 9 (waiting at scale: `waits.rs` many waits held by one client process, `handoffs.rs`
+//! contended handoffs (`handoffs_blocked.rs` by blocked clients, `handoff_slice.rs` what both
+//! share), `resp3.rs` the tickets' raw RESP3 connection); `mixed.rs` scenario 10 (native and
+//! Redisson-style waiters on one key); `rwlock.rs` scenario 11 (a read-mostly read-write lock
+//! against Redisson's `RReadWriteLock` scripts, `rw_table.rs` its figures); `semaphore.rs` scenario
+//! 12 (a contended semaphore against Redisson's `RPermitExpirableSemaphore` scripts, `sem_side.rs`
+//! both sides' calls, `sem_table.rs` its figures); `losses.rs` scenario 13 (how soon a holder
+//! learns that the server ended its holding); `server.rs` the server and its statistics;
+//! `report.rs` the table.
 
 mod client_waits;
 mod clock;
 mod contended;
 mod crash;
 mod fenced;
+mod handoff_slice;
 mod handoffs;
+mod handoffs_blocked;
+mod hot;
+mod losses;
 mod mixed;
 mod numbers;
 mod redisson;
@@ -57,12 +63,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
-       rlock-bench load PORT lua|rlock|plain DEPTH SECONDS   (scenario 1 alone, against a running server)
+       rlock-bench hot SECONDS                               (the hot commands' table alone, on a server started here)
+       rlock-bench losses TRIALS                             (scenario 13 alone: how soon lost() resolves, on a server started here)
+       rlock-bench load PORT lua|rlock|plain|noop DEPTH SECONDS  (scenario 1 alone, against a running server)
        rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)
        rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
        rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)
        rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)
-       rlock-bench handoffs PORT tickets|block SECONDS       (scenario 9's contended handoffs, against a running server)
+       rlock-bench handoffs PORT [floor-]tickets|block SECONDS  (scenario 9's contended handoffs, against a running server; floor-: the floor module's, nothing held)
        rlock-bench mixed SECONDS                             (scenario 10 alone, on a server started here)
        rlock-bench rwlock SECONDS                            (scenario 11 alone, on a server started here)
        rlock-bench semaphore SECONDS                         (scenario 12 alone, on a server started here)";
@@ -71,6 +79,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("worker") => contended::worker_main(&args[1..]),
+        Some("hot") => module().and_then(|m| hot::alone(&args[1..], &m)),
+        Some("losses") => module().and_then(|m| losses::alone(&args[1..], &m)),
         Some("load") => load(&args[1..]),
         Some("contend") => contend(&args[1..]),
         Some("redlock") => redlock_alone(&args[1..]),
@@ -211,23 +221,29 @@ fn waiting_alone(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `handoffs PORT tickets|block SECONDS`: 64 waits on one lock handing it on, against a
-/// server started elsewhere (for instance under callgrind).
+/// `handoffs PORT [floor-]tickets|block SECONDS`: 64 waits on one lock handing it on, against
+/// a server started elsewhere (for instance under callgrind); `floor-`: the floor module's
+/// waits, handed on with nothing held.
 fn handoffs_alone(args: &[String]) -> Result<(), String> {
     let [port, mode, seconds] = args else {
         return Err(USAGE.to_owned());
     };
     let port: u16 = port.parse().map_err(|_| USAGE.to_owned())?;
-    let mode = match mode.as_str() {
+    let (floor, name) = match mode.strip_prefix("floor-") {
+        Some(name) => (true, name),
+        None => (false, mode.as_str()),
+    };
+    let mode = match name {
         "tickets" => wait_mode::Mode::Tickets,
         "block" => wait_mode::Mode::Block,
         _ => return Err(USAGE.to_owned()),
     };
     let seconds: f64 = seconds.parse().map_err(|_| USAGE.to_owned())?;
     let key = format!("h:{}:{}", mode.name(), std::process::id());
-    let run = handoffs::once(port, mode, &key, Duration::from_secs_f64(seconds))?;
+    let run = handoffs::once(port, mode, floor, &key, Duration::from_secs_f64(seconds))?;
     println!(
-        "{}: {} handoffs, {:.2} commandstats µs and {:.2} used_cpu µs per handoff; release → grant p50 {:.0} µs, p99 {:.0} µs",
+        "{}{}: {} handoffs, {:.2} commandstats µs and {:.2} used_cpu µs per handoff; release → grant p50 {:.0} µs, p99 {:.0} µs",
+        if floor { "floor-" } else { "" },
         mode.name(),
         run.grants,
         run.commandstats_us(),
@@ -246,9 +262,12 @@ fn bench(plan: &suite::Plan) -> Result<(), String> {
         server::BenchServer::start(&module)?,
     ];
     let results = suite::run(plan, &server, &others);
+    let trials = if plan.waits < 10_000 { 50 } else { 300 };
+    let losses = losses::run(&server, trials, trials / 10);
     drop(server);
     drop(others);
-    let table = report::render(&results);
+    let mut table = report::render(&results);
+    losses::table(&mut table, &losses);
     println!("{table}");
     let path = workspace().join("target/bench-report.md");
     std::fs::write(&path, &table).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

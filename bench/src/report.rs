@@ -23,6 +23,7 @@ pub fn render(r: &Results) -> String {
             x.scenario, x.metric, x.lua, x.rlock, x.ratio, x.plain
         );
     }
+    hot_table(&mut out, r);
     let _ = writeln!(
         out,
         "\nCPU use while measuring (% of one core; the machine has {}):\n",
@@ -45,6 +46,24 @@ pub fn render(r: &Results) -> String {
     crate::rw_table::table(&mut out, &r.rw);
     crate::sem_table::table(&mut out, &r.sem);
     out
+}
+
+/// The hot commands against their goals and floors, from scenarios 1, 2, 8 and 9.
+fn hot_table(out: &mut String, r: &Results) {
+    let hot = crate::hot::Hot {
+        uncontended: (r.uncontended.iter().zip(&r.floor))
+            .rev()
+            .map(|((depth, runs), floor)| (*depth, runs, floor.as_ref()))
+            .collect(),
+        lua: &r.contended[0],
+        handoffs: r
+            .waiting
+            .as_ref()
+            .map(|w| (&w.contended, w.contended_floor.as_ref()))
+            .map_err(String::as_str),
+        fenced: &r.fenced,
+    };
+    crate::hot::table(out, &hot);
 }
 
 /// Scenario 7: the client crate's lock on one server against a RedLock over three.

@@ -46,9 +46,10 @@ impl Resp3 {
     }
 
     /// Adds a command to the bytes [`Resp3::flush`] sends.
-    pub fn queue(&mut self, args: &[&str]) {
+    pub fn queue<S: AsRef<str>>(&mut self, args: &[S]) {
         let _ = write!(self.out, "*{}\r\n", args.len());
         for a in args {
+            let a = a.as_ref();
             let _ = write!(self.out, "${}\r\n{a}\r\n", a.len());
         }
     }
@@ -67,7 +68,7 @@ impl Resp3 {
     }
 
     /// Sends one command and reads its reply (no push may come meanwhile).
-    pub fn call(&mut self, args: &[&str]) -> Result<Value, String> {
+    pub fn call<S: AsRef<str>>(&mut self, args: &[S]) -> Result<Value, String> {
         self.queue(args);
         self.flush()?;
         self.read()

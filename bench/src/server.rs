@@ -29,8 +29,8 @@ pub struct BenchServer {
 }
 
 impl BenchServer {
-    /// Starts `redis-server` (or `$RLOCK_SERVER`) with the module at `module` and waits for
-    /// its first `PONG`.
+    /// Starts `redis-server` (or `$RLOCK_SERVER`) with the module at `module` (and the empty
+    /// module command of [`floor_module`], when there is one) and waits for its first `PONG`.
     pub fn start(module: &Path) -> Result<BenchServer, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -47,6 +47,12 @@ impl BenchServer {
             .arg(&dir)
             .arg("--loadmodule")
             .arg(module)
+            .args(
+                floor_module()
+                    .map(|floor| [PathBuf::from("--loadmodule"), floor])
+                    .into_iter()
+                    .flatten(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -85,6 +91,15 @@ impl Drop for BenchServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The empty module command's module (`NOOP.KEYED`, `bench/floor/noop.c`), built by
+/// `bench/floor/build.sh` (`make bench` builds it): `$RLOCK_FLOOR_MODULE`, if the file is there
+/// (as an absolute path: the server changes to its `--dir` before it loads modules).
+pub fn floor_module() -> Option<PathBuf> {
+    std::env::var_os("RLOCK_FLOOR_MODULE")
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| p.is_file())
 }
 
 /// A connection to the bench server on `port`.
@@ -147,18 +162,19 @@ impl Snapshot {
     pub fn until(&self, later: &Snapshot) -> Delta {
         let get = |s: &Snapshot, name: &str| s.commands.get(name).copied().unwrap_or((0, 0));
         let mut calls = 0;
-        let mut usec = HashMap::new();
+        let mut commands = HashMap::new();
         for name in later.commands.keys() {
             let (c1, u1) = get(later, name);
             let (c0, u0) = get(self, name);
+            let done = c1.saturating_sub(c0);
             if !NOT_COUNTED.contains(&name.as_str()) {
-                calls += c1.saturating_sub(c0);
+                calls += done;
             }
-            usec.insert(name.clone(), u1.saturating_sub(u0));
+            commands.insert(name.clone(), (done, u1.saturating_sub(u0)));
         }
         Delta {
             calls,
-            usec,
+            commands,
             cpu_s: later.cpu_s - self.cpu_s,
             wall_s: later.at.duration_since(self.at).as_secs_f64(),
         }
@@ -180,7 +196,8 @@ fn parse_stat(v: &str) -> (u64, u64) {
 pub struct Delta {
     /// Commands executed, counting the ones scripts call, not counting [`NOT_COUNTED`].
     pub calls: u64,
-    usec: HashMap<String, u64>,
+    /// Per command: (calls, usec).
+    commands: HashMap<String, (u64, u64)>,
     /// Server CPU (user + sys), seconds.
     pub cpu_s: f64,
     pub wall_s: f64,
@@ -189,21 +206,33 @@ pub struct Delta {
 impl Delta {
     /// The sum of two measurements (slices of an alternating run).
     pub fn merge(&self, other: &Delta) -> Delta {
-        let mut usec = self.usec.clone();
-        for (name, u) in &other.usec {
-            *usec.entry(name.clone()).or_default() += u;
+        let mut commands = self.commands.clone();
+        for (name, (n, u)) in &other.commands {
+            let sum = commands.entry(name.clone()).or_default();
+            *sum = (sum.0 + n, sum.1 + u);
         }
         Delta {
             calls: self.calls + other.calls,
-            usec,
+            commands,
             cpu_s: self.cpu_s + other.cpu_s,
             wall_s: self.wall_s + other.wall_s,
         }
     }
 
+    /// (calls, microseconds) of the named commands.
+    fn totals(&self, names: &[&str]) -> (u64, u64) {
+        let found = names.iter().filter_map(|n| self.commands.get(*n));
+        found.fold((0, 0), |(n, u), c| (n + c.0, u + c.1))
+    }
+
+    /// Calls of the named commands.
+    pub fn calls_of(&self, names: &[&str]) -> u64 {
+        self.totals(names).0
+    }
+
     /// Microseconds spent in the named commands.
     pub fn usec_of(&self, names: &[&str]) -> u64 {
-        names.iter().filter_map(|n| self.usec.get(*n)).sum()
+        self.totals(names).1
     }
 
     /// Server CPU use in percent of one core.

@@ -42,6 +42,9 @@ pub enum Side {
     Rlock,
     /// `HSET` + `DEL`: two plain writes, no lock logic.
     Plain,
+    /// Two calls of an empty module command (`NOOP.KEYED key`, `bench/floor/noop.c`): what
+    /// any module command costs before it does anything.
+    Noop,
 }
 
 impl Side {
@@ -50,11 +53,12 @@ impl Side {
             Side::Lua => "lua",
             Side::Rlock => "rlock",
             Side::Plain => "plain",
+            Side::Noop => "noop",
         }
     }
 
     pub fn parse(name: &str) -> Option<Side> {
-        [Side::Lua, Side::Rlock, Side::Plain]
+        [Side::Lua, Side::Rlock, Side::Plain, Side::Noop]
             .into_iter()
             .find(|s| s.name() == name)
     }
@@ -65,6 +69,7 @@ impl Side {
             Side::Lua => &["evalsha"],
             Side::Rlock => &["lock.acquire", "lock.release", "lock.renew"],
             Side::Plain => &["hset", "del"],
+            Side::Noop => &["noop.keyed"],
         }
     }
 
@@ -79,6 +84,7 @@ impl Side {
                 &["LEASE", &lease_ms.to_string()],
             ),
             Side::Plain => lock_cmd("HSET", key, owner, &["1"]),
+            Side::Noop => noop(key),
         }
     }
 
@@ -86,7 +92,7 @@ impl Side {
     pub fn acquired(self, reply: &Value) -> bool {
         match self {
             Side::Lua => *reply == Value::Nil,
-            Side::Rlock | Side::Plain => matches!(reply, Value::Int(_)),
+            Side::Rlock | Side::Plain | Side::Noop => matches!(reply, Value::Int(_)),
         }
     }
 
@@ -102,13 +108,14 @@ impl Side {
                 cmd.arg(key);
                 cmd
             }
+            Side::Noop => noop(key),
         }
     }
 
     /// Whether `reply` to [`Side::release`] means the lock was freed.
     pub fn released(self, reply: &Value) -> bool {
         match self {
-            Side::Lua | Side::Plain => *reply == Value::Int(1),
+            Side::Lua | Side::Plain | Side::Noop => *reply == Value::Int(1),
             Side::Rlock => *reply == Value::Int(0),
         }
     }
@@ -140,6 +147,12 @@ pub fn channel(key: &str) -> String {
 fn evalsha(sha: &str, keys: &[&str], args: &[&str]) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(sha).arg(keys.len()).arg(keys).arg(args);
+    cmd
+}
+
+fn noop(key: &str) -> Cmd {
+    let mut cmd = redis::cmd("NOOP.KEYED");
+    cmd.arg(key);
     cmd
 }
 

@@ -11,7 +11,7 @@ use crate::rw_table::RwRun;
 use crate::rwlock;
 use crate::sem_table::SemRun;
 use crate::semaphore;
-use crate::server::{info, BenchServer};
+use crate::server::{floor_module, info, BenchServer};
 use crate::side::{Scripts, Side};
 use crate::uncontended;
 use crate::waiting::{self, Others, Waiting};
@@ -68,6 +68,8 @@ pub struct Results {
     pub redis_version: String,
     pub duration_s: f64,
     pub uncontended: Vec<(usize, [uncontended::Run; 3])>,
+    /// Scenario 1's empty module command, per depth (when its module is loaded).
+    pub floor: Vec<Option<uncontended::Run>>,
     pub contended: [contended::Run; 2],
     pub across: [contended::Run; 2],
     pub crash: [Vec<crash::Trial>; 2],
@@ -97,10 +99,12 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let scripts = Scripts::load(&mut con).expect("SCRIPT LOAD");
     let mut cpu = Vec::new();
     let mut uncontended = Vec::new();
+    let mut floor = Vec::new();
     for depth in [1, 16] {
         eprintln!("scenario 1: uncontended, depth {depth}");
         let slice = plan.duration / SLICES as u32;
-        let runs = alternate(|side| uncontended::run(port, &scripts, side, depth, slice));
+        let (runs, noop) = alternate(|side| uncontended::run(port, &scripts, side, depth, slice));
+        floor.push(noop);
         let pct = |r: &uncontended::Run| {
             [
                 Some(r.server.cpu_percent()),
@@ -158,6 +162,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
             .unwrap_or_default(),
         duration_s: plan.duration.as_secs_f64(),
         uncontended,
+        floor,
         contended,
         across,
         crash,
@@ -189,20 +194,31 @@ pub fn others(pair: &uncontended::Run, lua: &contended::Run) -> Others {
 /// Slices per side of each scenario 1 measurement.
 pub const SLICES: usize = 6;
 
-/// Runs Lua, rlock and HSET+DEL in [`SLICES`] slices each, in the order ABC CBA ABC ...,
-/// so that changes in the machine's speed during the run fall on all three alike, and sums
-/// each side's slices.
-fn alternate(mut once: impl FnMut(Side) -> uncontended::Run) -> [uncontended::Run; 3] {
-    let order = [Side::Lua, Side::Rlock, Side::Plain];
-    let mut sums = order.map(&mut once);
+/// Runs Lua, rlock, HSET+DEL and (when its module is loaded) the empty module command in
+/// [`SLICES`] slices each, in the order ABCD DCBA ABCD ..., so that changes in the
+/// machine's speed during the run fall on all alike, and sums each side's slices.
+pub fn alternate(
+    mut once: impl FnMut(Side) -> uncontended::Run,
+) -> ([uncontended::Run; 3], Option<uncontended::Run>) {
+    let mut order = vec![Side::Lua, Side::Rlock, Side::Plain];
+    if floor_module().is_some() {
+        order.push(Side::Noop);
+    }
+    let mut sums: Vec<uncontended::Run> = order.iter().map(|&side| once(side)).collect();
     for slice in 1..SLICES {
-        for i in [0, 1, 2] {
-            let i = if slice % 2 == 1 { 2 - i } else { i };
+        for i in 0..order.len() {
+            let i = if slice % 2 == 1 {
+                order.len() - 1 - i
+            } else {
+                i
+            };
             let run = once(order[i]);
             sums[i] = sums[i].clone().merge(run);
         }
     }
-    sums
+    let noop = sums.get(3).cloned();
+    let three = [sums[0].clone(), sums[1].clone(), sums[2].clone()];
+    (three, noop)
 }
 
 fn contended_cpu(name: &str, runs: &[contended::Run; 2]) -> CpuRow {

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use crate::handoffs::{self, Contended};
+use crate::handoff_slice::Contended;
+use crate::handoffs;
 use crate::wait_mode::Mode;
 use crate::waits::{self, Held};
 
@@ -24,6 +25,9 @@ pub struct Waiting {
     pub blocking: [Result<Held, String>; 2],
     /// [tickets, blocking].
     pub contended: [Contended; 2],
+    /// [tickets, blocking] handed on with nothing held (the floor module's), when it is
+    /// loaded.
+    pub contended_floor: Option<[Contended; 2]>,
     /// The client crate's own waits (`acquire` futures) on 1 lock, under `ulimit -n 1024`.
     pub client: Result<Held, String>,
 }
@@ -46,12 +50,13 @@ pub fn run(port: u16, waits: usize, slice: Duration) -> Result<Waiting, String> 
         held(Mode::Block, spread[1], FD_LIMIT, false)?,
     ];
     let client = held(Mode::Client, spread[0], FD_LIMIT, false);
-    let contended = handoffs::run(port, slice, 4)?;
+    let (contended, contended_floor) = handoffs::run(port, slice, 4)?;
     Ok(Waiting {
         tickets,
         blocking_limited,
         blocking,
         contended,
+        contended_floor,
         client,
     })
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::handoffs::{self, Contended};
+use crate::handoff_slice::{self, Contended};
 use crate::waiting::{Others, Waiting};
 use crate::waits::Held;
 
@@ -128,7 +128,7 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
     let (tc, bc) = (t.commandstats_us(), b.commandstats_us());
     let grants = format!(
         "contended, {} waits on 1 lock: acquisitions (handoffs) in the same time",
-        handoffs::WAITS
+        handoff_slice::WAITS
     );
     rows.push(row(grants, f64::NAN, b.grants as f64, t.grants as f64));
     rows.push(row(
