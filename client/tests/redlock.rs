@@ -301,3 +301,24 @@ async fn with_lock_runs_the_work_and_drops_it_when_a_majority_is_lost() {
     let outcome = outcome.expect("the work is dropped in time").unwrap();
     assert!(matches!(outcome, Err(Error::Lost { .. })), "{outcome:?}");
 }
+
+/// A server that answers the acquisition only after the majority was granted: its grant,
+/// on its way while the holding ends, is released before the release returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_on_its_way_when_the_holding_ends_is_released_before_it_returns() {
+    for _ in 0..5 {
+        let servers = in_canonical_order(start(3));
+        let lock = RedLock::new(clients(&urls(&servers)).await, "job").unwrap();
+        let lock = lock.options(watched(Duration::from_millis(600)));
+        servers[2].stop();
+        let guard = timeout(Duration::from_secs(5), lock.acquire()).await;
+        let guard = guard.expect("acquired in time").expect("acquired");
+        assert_eq!(guard.held_on(), 2, "the paused server has no member yet");
+        servers[2].resume();
+        let released = timeout(Duration::from_secs(5), guard.release()).await;
+        released.expect("released in time").expect("released");
+        for server in &servers {
+            assert!(server.info("job").is_none(), "held after the release");
+        }
+    }
+}

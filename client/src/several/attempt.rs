@@ -57,8 +57,16 @@ async fn keep(
         match try_once(&held, i, &lock, wait, slow).await {
             Ok(Some(guard)) => {
                 failures = 0;
-                let Ok(signal) = held.add(i, guard) else {
-                    return;
+                let signal = match held.add(i, guard) {
+                    Ok(signal) => signal,
+                    Err(late) => {
+                        // A grant that crossed the holding's end: released before the
+                        // holding's release returns (it waits for this task).
+                        if let Err(err) = late.release().await {
+                            tracing::debug!(server = lock.server(), %err, "could not release a late RedLock member");
+                        }
+                        return;
+                    }
                 };
                 if held.is_won() {
                     held.raise(i, &lock).await;
@@ -66,7 +74,10 @@ async fn keep(
                 if !held.decided().await {
                     return;
                 }
-                signal.lost().await;
+                tokio::select! {
+                    _ = signal.lost() => {}
+                    () = held.closed() => return,
+                }
             }
             Ok(None) => held.answer(i, Answer::Busy),
             Err(err) => {
@@ -79,14 +90,20 @@ async fn keep(
             return;
         }
         if failures > 0 {
-            tokio::time::sleep(pause_after(failures - 1)).await;
+            tokio::select! {
+                () = tokio::time::sleep(pause_after(failures - 1)) => {}
+                () = held.closed() => return,
+            }
         }
         (wait, slow) = (None, None);
     }
 }
 
 /// One acquisition on server `i`; counted as failed (but still awaited: a dropped
-/// acquisition would have to be cleaned up) once `slow` passed without an answer.
+/// acquisition would have to be cleaned up) once `slow` passed without an answer. A try
+/// that does not wait is awaited even once the holding ended, so that its grant is released
+/// before the holding's release returns; a try that waits is then dropped (it cancels its
+/// wait, and releases in the background a grant that crossed the cancellation).
 async fn try_once(
     held: &Held,
     i: usize,
@@ -102,5 +119,11 @@ async fn try_once(
             () = tokio::time::sleep(slow) => held.answer(i, Answer::Failed),
         }
     }
-    run.await
+    if wait == Some(Duration::ZERO) {
+        return run.await;
+    }
+    tokio::select! {
+        done = &mut run => done,
+        () = held.closed() => Ok(None),
+    }
 }

@@ -146,6 +146,16 @@ impl Held {
         }
     }
 
+    /// Resolves once the attempt (or the holding) was given up.
+    pub(crate) async fn closed(&self) {
+        let mut changes = self.subscribe();
+        while self.state().phase != Phase::Closed {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Gives the attempt (or the holding) up: its members, to release.
     pub(crate) fn close(&self) -> Vec<Guard> {
         let mut state = self.state();

@@ -112,12 +112,15 @@ impl RedLockGuard {
         self.valid_until().saturating_duration_since(Instant::now())
     }
 
-    /// Releases every member (at once). Fails with [`Error::Lost`] if the lock was lost
-    /// (fewer than a majority held); members a minority of servers could not release end
-    /// with their leases.
+    /// Releases every member (at once), and a grant still on its way from a server that had
+    /// not answered the acquisition yet, before it returns. Fails with [`Error::Lost`] if
+    /// the lock was lost (fewer than a majority held); members a minority of servers could
+    /// not release end with their leases.
     pub async fn release(mut self) -> Result<()> {
-        self.tasks.abort_all();
         let (lost, reason, errors) = self.held.release().await;
+        // Each task ends now that the holding is closed: a try still in flight that does
+        // not wait first (its grant, if any, released), so that no member outlives this.
+        while self.tasks.join_next().await.is_some() {}
         if lost {
             return Err(Error::Lost {
                 key: self.key.clone(),
