@@ -100,10 +100,11 @@ async fn keep(
 }
 
 /// One acquisition on server `i`; counted as failed (but still awaited: a dropped
-/// acquisition would have to be cleaned up) once `slow` passed without an answer. A try
-/// that does not wait is awaited even once the holding ended, so that its grant is released
-/// before the holding's release returns; a try that waits is then dropped (it cancels its
-/// wait, and releases in the background a grant that crossed the cancellation).
+/// acquisition would have to be cleaned up) once `slow` passed without an answer. Once the
+/// holding ended, a try that does not wait is given `slow` more, so that a grant on its way
+/// is released before the holding's release returns; a try that waits, or a server slower
+/// than that, is then dropped (it cancels its wait, and releases in the background a grant
+/// that crossed the cancellation).
 async fn try_once(
     held: &Held,
     i: usize,
@@ -119,11 +120,18 @@ async fn try_once(
             () = tokio::time::sleep(slow) => held.answer(i, Answer::Failed),
         }
     }
-    if wait == Some(Duration::ZERO) {
-        return run.await;
-    }
+    let grace = match wait {
+        Some(Duration::ZERO) => slow.unwrap_or_default(),
+        _ => Duration::ZERO,
+    };
     tokio::select! {
         done = &mut run => done,
-        () = held.closed() => Ok(None),
+        () = closed_for(held, grace) => Ok(None),
     }
+}
+
+/// Resolves `grace` after the attempt (or the holding) was given up.
+async fn closed_for(held: &Held, grace: Duration) {
+    held.closed().await;
+    tokio::time::sleep(grace).await;
 }

@@ -113,13 +113,15 @@ impl RedLockGuard {
     }
 
     /// Releases every member (at once), and a grant still on its way from a server that had
-    /// not answered the acquisition yet, before it returns. Fails with [`Error::Lost`] if
+    /// not answered the acquisition yet, if it comes within the per-server try limit (a fifth
+    /// of the lease, at least 100 ms, at most the response timeout); a later one is released
+    /// in the background. Fails with [`Error::Lost`] if
     /// the lock was lost (fewer than a majority held); members a minority of servers could
     /// not release end with their leases.
     pub async fn release(mut self) -> Result<()> {
         let (lost, reason, errors) = self.held.release().await;
-        // Each task ends now that the holding is closed: a try still in flight that does
-        // not wait first (its grant, if any, released), so that no member outlives this.
+        // Each task ends now that the holding is closed; a try still on its way first (see
+        // `attempt.rs`), so that no member it gets outlives this.
         while self.tasks.join_next().await.is_some() {}
         if lost {
             return Err(Error::Lost {
