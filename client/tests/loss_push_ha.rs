@@ -37,16 +37,6 @@ fn force_release(server: &Server, key: &str) {
 }
 
 /// Gives `job` on `server` to another owner, in one step.
-/// How many holdings the server tracks for a listening client (`INFO rlock`). Before it
-/// does, an end is found by the client's check of the holding, as `NotHeld`.
-fn listened(server: &Server) -> u64 {
-    let info: String = server.cmd(&["INFO", "rlock"]);
-    let field = info
-        .lines()
-        .find_map(|l| l.strip_prefix("rlock_listened_holdings:"));
-    field.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
-
 fn take_over(server: &Server) {
     let mut take = redis::pipe();
     take.atomic().cmd("LOCK.FORCERELEASE").arg("job");
@@ -131,9 +121,14 @@ async fn a_redlock_is_lost_at_once_with_its_majority() {
     }
     let redlock = RedLock::new(clients, "job").expect("three servers");
     let guard = redlock.acquire().await.expect("acquire");
+    // Every server tracks the holding for a listening client: before that (a RedLock's
+    // member on another client's server is tracked from the renewal after its prefix is
+    // registered), an end is found by that renewal, as `NotHeld`.
     assert!(poll(Duration::from_secs(5), || servers
         .iter()
-        .all(|s| s.info("job").is_some() && listened(s) > 0)));
+        .all(
+            |s| s.info("job").is_some() && s.rlock_stat("listened_holdings") > 0
+        )));
     // One of three taken by another owner (the RedLock cannot take it back): the majority
     // holds on.
     take_over(&servers[0]);

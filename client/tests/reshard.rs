@@ -78,16 +78,6 @@ async fn contend(
     }
 }
 
-/// `rlock_<name>` in the node's `INFO rlock`.
-fn rlock_stat(server: &support::Server, name: &str) -> u64 {
-    let info: String = server.cmd(&["INFO", "rlock"]);
-    let prefix = format!("rlock_{name}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Moves every key of `slot` from node `from` to node `to` with `MIGRATE`, as
 /// `redis-cli --cluster reshard` does, while clients keep making and deleting locks there.
 fn migrate_all(cluster: &Cluster, slot: u16, from: usize, to: usize) {
@@ -138,7 +128,7 @@ async fn a_slot_is_resharded_while_clients_wait_on_its_locks() {
     }
     let busy = eventually(SOON, || {
         let s = sections(&shared);
-        s.grants >= 20 && rlock_stat(&cluster.nodes[0], "handoffs") > 0
+        s.grants >= 20 && cluster.nodes[0].rlock_stat("handoffs") > 0
     });
     assert!(busy.await, "no contention with handoffs on the source");
 
@@ -150,10 +140,10 @@ async fn a_slot_is_resharded_while_clients_wait_on_its_locks() {
     assert!(cluster.nodes[1].serves(slot) && !cluster.nodes[0].serves(slot));
 
     // Waiters now queue, and are handed the locks, on the new owner.
-    let handoffs = rlock_stat(&cluster.nodes[1], "handoffs");
+    let handoffs = cluster.nodes[1].rlock_stat("handoffs");
     let grants = sections(&shared).grants;
     let served = eventually(SOON, || {
-        rlock_stat(&cluster.nodes[1], "handoffs") > handoffs + 5
+        cluster.nodes[1].rlock_stat("handoffs") > handoffs + 5
             && sections(&shared).grants > grants + 10
     });
     assert!(served.await, "no handoffs on the new owner");

@@ -16,11 +16,7 @@ const LIMIT: Duration = Duration::from_secs(10);
 
 /// Waits queued on `key` at node `node` (`INFO rlock`'s `rlock_waiters` counts them all).
 fn queued(cluster: &Cluster, node: usize) -> u64 {
-    let info: String = cluster.nodes[node].cmd(&["INFO", "rlock"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix("rlock_waiters:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    cluster.nodes[node].rlock_stat("waiters")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -134,24 +134,24 @@ impl Held {
 
     /// Resolves once the attempt was won or given up; true if won.
     pub(crate) async fn decided(&self) -> bool {
-        let mut changes = self.subscribe();
-        loop {
-            match self.state().phase {
-                Phase::Open => {}
-                phase => return phase == Phase::Won,
-            }
-            if changes.changed().await.is_err() {
-                return false;
-            }
-        }
+        self.reached(|phase| phase != Phase::Open).await == Phase::Won
     }
 
     /// Resolves once the attempt (or the holding) was given up.
     pub(crate) async fn closed(&self) {
+        self.reached(|phase| phase == Phase::Closed).await;
+    }
+
+    /// The first phase that is `done` (`Closed` if the slots can no longer change).
+    async fn reached(&self, done: impl Fn(Phase) -> bool) -> Phase {
         let mut changes = self.subscribe();
-        while self.state().phase != Phase::Closed {
+        loop {
+            let phase = self.state().phase;
+            if done(phase) {
+                return phase;
+            }
             if changes.changed().await.is_err() {
-                return;
+                return Phase::Closed;
             }
         }
     }

@@ -270,6 +270,11 @@ impl Server {
         self.stat("errorstats", &format!("errorstat_{code}:count="))
     }
 
+    /// `rlock_<name>` in `INFO rlock`, or 0 if the server has no such line.
+    pub fn rlock_stat(&self, name: &str) -> u64 {
+        self.stat("rlock", &format!("rlock_{name}:"))
+    }
+
     /// The number after `prefix` in `INFO section` (up to a `,`), or 0 if no line has it.
     fn stat(&self, section: &str, prefix: &str) -> u64 {
         let info: String = self.cmd(&["INFO", section]);
