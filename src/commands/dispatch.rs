@@ -193,8 +193,8 @@ pub(crate) unsafe fn dispatch(
     };
     let args = Args { strings, bytes };
     let outcome = guard::command(name, || run(ctx, &args));
-    if losses::active() && follows(name) {
-        guard::callback("listened holdings", || after(ctx, name, &args, &outcome));
+    if let Some(follow) = losses::active().then(|| follow(name)).flatten() {
+        guard::callback("listened holdings", || after(ctx, follow, &args, &outcome));
     }
     reply(ctx, outcome);
     raw::REDISMODULE_OK as c_int
@@ -220,24 +220,32 @@ fn reply(ctx: *mut raw::RedisModuleCtx, outcome: Result<Reply, LockError>) {
     );
 }
 
-/// Whether [`after`] has anything to do after command `name` (a plain lock's acquisition
-/// and release keep the table themselves, in the door and the release).
-fn follows(name: &str) -> bool {
-    matches!(
-        name,
-        "LOCK.FORCERELEASE"
-            | "RWLOCK.FORCERELEASE"
-            | "SEM.FORCERELEASE"
-            | "LOCK.RENEW"
-            | "RWLOCK.ACQUIRE"
-            | "RWLOCK.WAIT"
-            | "RWLOCK.RENEW"
-            | "SEM.ACQUIRE"
-            | "SEM.WAIT"
-            | "SEM.RENEW"
-            | "RWLOCK.RELEASE"
-            | "SEM.RELEASE"
-    )
+/// What the table of listened holdings does after a command (a plain lock's acquisition
+/// and release keep it themselves, in the door and the release).
+#[derive(Clone, Copy)]
+enum Follow {
+    /// Announce the holdings of the key that a force release ended.
+    ForceRelease,
+    /// Track the caller's holding of a plain lock again.
+    Renew,
+    /// Announce the holdings of others whose lease ended, and track the caller's.
+    SettleAndTrack(&'static [Held]),
+    /// Announce the holdings of others whose lease ended; the caller's own release is silent.
+    Release,
+}
+
+/// What [`after`] does after command `name`, if anything.
+fn follow(name: &str) -> Option<Follow> {
+    Some(match name {
+        "LOCK.FORCERELEASE" | "RWLOCK.FORCERELEASE" | "SEM.FORCERELEASE" => Follow::ForceRelease,
+        "LOCK.RENEW" => Follow::Renew,
+        "RWLOCK.ACQUIRE" | "RWLOCK.WAIT" | "RWLOCK.RENEW" => {
+            Follow::SettleAndTrack(&[Held::Read, Held::Write])
+        }
+        "SEM.ACQUIRE" | "SEM.WAIT" | "SEM.RENEW" => Follow::SettleAndTrack(&[Held::Permits]),
+        "RWLOCK.RELEASE" | "SEM.RELEASE" => Follow::Release,
+        _ => return None,
+    })
 }
 
 /// After a command that may have made, changed or ended listened holdings (`LOCK.LISTEN`):
@@ -245,7 +253,7 @@ fn follows(name: &str) -> bool {
 /// release, a lease that ended) are announced.
 fn after(
     ctx: *mut raw::RedisModuleCtx,
-    name: &str,
+    follow: Follow,
     args: &Args<'_>,
     outcome: &Result<Reply, LockError>,
 ) -> Result<(), LockError> {
@@ -254,19 +262,13 @@ fn after(
     };
     let key = redis_module::RedisString::string_as_slice(*key);
     let owner = args.bytes().get(2).copied();
-    let rw = &[Held::Read, Held::Write][..];
-    match (name, owner) {
-        ("LOCK.FORCERELEASE" | "RWLOCK.FORCERELEASE" | "SEM.FORCERELEASE", _) => {
-            losses::settle(ctx, key, (Cause::ForceRelease, None))?;
+    match (follow, owner) {
+        (Follow::ForceRelease, _) => losses::settle(ctx, key, (Cause::ForceRelease, None))?,
+        (Follow::Renew, Some(owner)) => losses::track(ctx, key, owner, &[Held::Lock])?,
+        (Follow::SettleAndTrack(held), Some(owner)) => {
+            losses::settle_and_track(ctx, key, Cause::Expired, (Some(owner), held))?;
         }
-        ("LOCK.RENEW", Some(owner)) => losses::track(ctx, key, owner, &[Held::Lock])?,
-        ("RWLOCK.ACQUIRE" | "RWLOCK.WAIT" | "RWLOCK.RENEW", Some(owner)) => {
-            losses::settle_and_track(ctx, key, Cause::Expired, (Some(owner), rw))?;
-        }
-        ("SEM.ACQUIRE" | "SEM.WAIT" | "SEM.RENEW", Some(owner)) => {
-            losses::settle_and_track(ctx, key, Cause::Expired, (Some(owner), &[Held::Permits]))?;
-        }
-        ("RWLOCK.RELEASE" | "SEM.RELEASE", Some(owner)) => {
+        (Follow::Release, Some(owner)) => {
             losses::settle(ctx, key, (Cause::Expired, Some(owner)))?;
         }
         _ => {}
