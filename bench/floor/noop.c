@@ -4,9 +4,11 @@
  * handed on, before a module does anything of its own.
  *   NOOP.KEYED key   opens nothing, replies 1 (a module command's own cost).
  *   NOOP.BLOCK key   blocks the caller (RedisModule_BlockClient, no timeout) at the end of
- *                    one queue shared by every key; replied 1 when passed.
+ *                    one queue shared by every key; replied 1 when passed. Replies 1 at
+ *                    once instead if the last pass on key found nobody blocked (as a lock
+ *                    left free is taken).
  *   NOOP.PASS key    unblocks the oldest blocked caller (RedisModule_UnblockClient);
- *                    replies 1, or 0 when nobody was blocked.
+ *                    replies 1, or 0 when nobody was blocked (key is then left free).
  *   NOOP.QUEUE key   queues a ticket of the caller at the end of one queue shared by every
  *                    key; replies [queued, id].
  *   NOOP.PUSH key    ends the oldest ticket on key (tickets of other keys before it are
@@ -28,6 +30,9 @@ static unsigned long long KeyOf(RedisModuleString *key) {
     return h;
 }
 static unsigned long long first, next_id;
+/* The key a pass found nobody to hand on to, if any: the next NOOP.BLOCK on it goes on. */
+static unsigned long long free_key;
+static int key_free;
 
 static int Noop(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv; (void)argc;
@@ -38,14 +43,22 @@ static int Passed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }
 static int Block(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    (void)argv; (void)argc;
+    if (argc != 2) return RedisModule_WrongArity(ctx);
+    if (key_free && free_key == KeyOf(argv[1])) {
+        key_free = 0;
+        return RedisModule_ReplyWithLongLong(ctx, 1);
+    }
     if (tail - head >= QUEUE) return RedisModule_ReplyWithError(ctx, "ERR the queue is full");
     blocked[tail++ % QUEUE] = RedisModule_BlockClient(ctx, Passed, NULL, NULL, 0);
     return REDISMODULE_OK;
 }
 static int Pass(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    (void)argv; (void)argc;
-    if (head == tail) return RedisModule_ReplyWithLongLong(ctx, 0);
+    if (argc != 2) return RedisModule_WrongArity(ctx);
+    if (head == tail) {
+        free_key = KeyOf(argv[1]);
+        key_free = 1;
+        return RedisModule_ReplyWithLongLong(ctx, 0);
+    }
     RedisModule_UnblockClient(blocked[head++ % QUEUE], NULL);
     return RedisModule_ReplyWithLongLong(ctx, 1);
 }

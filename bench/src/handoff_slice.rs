@@ -9,8 +9,22 @@ use crate::clock::percentile;
 use crate::server::{info_num, Delta, Snapshot};
 use crate::wait_mode::Mode;
 
-/// Waits queued on the lock.
+use std::sync::OnceLock;
+
+/// Waits queued on the lock unless `rlock-bench handoffs` is given another number.
 pub const WAITS: usize = 64;
+
+static CHOSEN: OnceLock<usize> = OnceLock::new();
+
+/// Waits queued on the lock: [`WAITS`], or the number `handoffs` was given (set once).
+pub fn waits() -> usize {
+    CHOSEN.get().copied().unwrap_or(WAITS)
+}
+
+/// Queues `n` waits instead of [`WAITS`] in this process's slices.
+pub fn choose_waits(n: usize) {
+    let _ = CHOSEN.set(n);
+}
 
 pub(crate) const LEASE: &str = "30000";
 
@@ -92,7 +106,7 @@ impl Contended {
 
     /// (most, fewest) acquisitions of one waiter.
     pub fn spread(&self) -> (u64, u64) {
-        let all = (0..WAITS).map(|w| self.per_waiter.get(&w).copied().unwrap_or(0));
+        let all = (0..waits()).map(|w| self.per_waiter.get(&w).copied().unwrap_or(0));
         (all.clone().max().unwrap_or(0), all.min().unwrap_or(0))
     }
 }

@@ -1,4 +1,4 @@
-//! Scenario 9, contended: [`WAITS`] waits on one lock, each grant released at once and its
+//! Scenario 9, contended: [`waits()`] waits on one lock, each grant released at once and its
 //! owner queued again, so that every acquisition is a handoff. Two ways to wait, measured in
 //! alternating slices on the same server: tickets (`LOCK.WAIT` over one RESP3 connection,
 //! grants pushed on it) and blocking (`LOCK.ACQUIRE ... WAIT 0`, a connection and a thread per
@@ -16,7 +16,7 @@ use std::time::Duration;
 use redis::Value;
 
 use crate::clock::now_ns;
-use crate::handoff_slice::{mark, owner, Contended, LEASE, WAITS};
+use crate::handoff_slice::{mark, owner, waits, Contended, LEASE};
 use crate::handoffs_blocked::blocking;
 use crate::resp3::{self, Resp3, Wait};
 use crate::server::{connect, floor_module};
@@ -81,7 +81,7 @@ fn ticket_commands(key: &str, w: usize, floor: bool) -> [Vec<String>; 2] {
     }
 }
 
-/// The tickets of [`WAITS`] owners (`commands`: each one's) over one connection: who holds
+/// The tickets of [`waits()`] owners (`commands`: each one's) over one connection: who holds
 /// the lock, and each queued wait's owner. The floor's waiter 0 holds without asking.
 fn queue_all(
     con: &mut Resp3,
@@ -102,7 +102,9 @@ fn queue_all(
 }
 
 fn tickets(port: u16, key: &str, slice: Duration, floor: bool) -> Result<Contended, String> {
-    let commands: Vec<_> = (0..WAITS).map(|w| ticket_commands(key, w, floor)).collect();
+    let commands: Vec<_> = (0..waits())
+        .map(|w| ticket_commands(key, w, floor))
+        .collect();
     let mut con = Resp3::receiver(port)?;
     let (mut held, mut owner_of) = queue_all(&mut con, &commands, floor)?;
     let mut control = connect(port).map_err(|e| e.to_string())?;

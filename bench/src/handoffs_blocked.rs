@@ -1,5 +1,5 @@
 //! Scenario 9's contended handoffs with blocked clients (`handoffs.rs` holds the scenario):
-//! [`WAITS`] threads, each with a connection of its own, waiting and handing on in turn.
+//! [`waits()`] threads, each with a connection of its own, waiting and handing on in turn.
 
 use std::thread;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::{ConnectionLike, Value};
 
 use crate::clock::{now_ns, sleep_until};
-use crate::handoff_slice::{mark, owner, Contended, LEASE, WAITS};
+use crate::handoff_slice::{mark, owner, waits, Contended, LEASE};
 use crate::server::connect;
 use crate::wait_mode::Mode;
 
@@ -19,7 +19,7 @@ type Holding = (usize, u64, u64);
 pub fn blocking(port: u16, key: &str, slice: Duration, floor: bool) -> Result<Contended, String> {
     let start = now_ns() + 300_000_000;
     let end = start + u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX);
-    let threads: Vec<_> = (0..WAITS)
+    let threads: Vec<_> = (0..waits())
         .map(|w| {
             let key = key.to_owned();
             thread::spawn(move || blocking_waiter(port, &key, w, (start, end), floor))
@@ -27,12 +27,13 @@ pub fn blocking(port: u16, key: &str, slice: Duration, floor: bool) -> Result<Co
         .collect();
     let mut control = connect(port).map_err(|e| e.to_string())?;
     if floor {
-        // Every floor waiter blocks at first: the first pass starts the chain.
+        // Every floor waiter blocks at first: one pass starts the chain (or, if a waiter has
+        // not blocked yet, leaves the key free for it).
         sleep_until(start.saturating_sub(100_000_000));
-        let pass = redis::cmd("NOOP.PASS").arg(key).clone();
-        while pass.query::<i64>(&mut control).map_err(|e| e.to_string())? == 0 {
-            thread::sleep(Duration::from_millis(1));
-        }
+        redis::cmd("NOOP.PASS")
+            .arg(key)
+            .query::<i64>(&mut control)
+            .map_err(|e| e.to_string())?;
     }
     sleep_until(start);
     let from = mark(&mut control, floor);

@@ -70,7 +70,7 @@ const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
        rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)
        rlock-bench waiting WAITS SECONDS                     (scenario 9 alone, on a server started here)
-       rlock-bench handoffs PORT [floor-]tickets|block SECONDS  (scenario 9's contended handoffs, against a running server; floor-: the floor module's, nothing held)
+       rlock-bench handoffs PORT [floor-]tickets|block SECONDS [WAITS]  (scenario 9's contended handoffs, 64 waits unless told, against a running server; floor-: the floor module's, nothing held)
        rlock-bench mixed SECONDS                             (scenario 10 alone, on a server started here)
        rlock-bench rwlock SECONDS                            (scenario 11 alone, on a server started here)
        rlock-bench semaphore SECONDS                         (scenario 12 alone, on a server started here)";
@@ -221,12 +221,21 @@ fn waiting_alone(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// `handoffs PORT [floor-]tickets|block SECONDS`: 64 waits on one lock handing it on, against
-/// a server started elsewhere (for instance under callgrind); `floor-`: the floor module's
-/// waits, handed on with nothing held.
+/// `handoffs PORT [floor-]tickets|block SECONDS [WAITS]`: 64 waits (or WAITS) on one lock
+/// handing it on, against a server started elsewhere (for instance under callgrind);
+/// `floor-`: the floor module's waits, handed on with nothing held.
 fn handoffs_alone(args: &[String]) -> Result<(), String> {
-    let [port, mode, seconds] = args else {
-        return Err(USAGE.to_owned());
+    let (port, mode, seconds) = match args {
+        [port, mode, seconds] => (port, mode, seconds),
+        [port, mode, seconds, waits] => {
+            let waits: usize = waits.parse().map_err(|_| USAGE.to_owned())?;
+            if waits < 2 {
+                return Err("WAITS must be at least 2: one holds, the others wait".into());
+            }
+            handoff_slice::choose_waits(waits);
+            (port, mode, seconds)
+        }
+        _ => return Err(USAGE.to_owned()),
     };
     let port: u16 = port.parse().map_err(|_| USAGE.to_owned())?;
     let (floor, name) = match mode.strip_prefix("floor-") {

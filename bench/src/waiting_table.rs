@@ -128,7 +128,7 @@ fn contended_rows(rows: &mut Vec<Row>, w: &Waiting, o: &Others) {
     let (tc, bc) = (t.commandstats_us(), b.commandstats_us());
     let grants = format!(
         "contended, {} waits on 1 lock: acquisitions (handoffs) in the same time",
-        handoff_slice::WAITS
+        handoff_slice::waits()
     );
     rows.push(row(grants, f64::NAN, b.grants as f64, t.grants as f64));
     rows.push(row(
