@@ -25,11 +25,7 @@ use crate::uncontended;
 /// What the table is made from.
 pub struct Hot<'a> {
     /// Per depth: [Lua, rlock, HSET+DEL], and the empty module command if it was loaded.
-    pub uncontended: Vec<(
-        usize,
-        &'a [uncontended::Run; 3],
-        Option<&'a uncontended::Run>,
-    )>,
+    pub uncontended: Vec<Pairs<'a>>,
     /// The Lua lock's contended acquisitions (64 waiters, one process).
     pub lua: &'a contended::Run,
     /// [tickets, blocked clients], and the same with nothing held if the floor module is
@@ -51,8 +47,8 @@ pub fn alone(args: &[String], module: &std::path::Path) -> Result<(), String> {
     let port = server.port();
     let scripts = Scripts::load(&mut server.conn()).map_err(|e| e.to_string())?;
     let mut pairs = Vec::new();
-    for depth in [16, 1] {
-        eprintln!("uncontended, depth {depth}");
+    for depth in [16, 1, uncontended::ALONE] {
+        eprintln!("uncontended, {}", uncontended::load_name(depth));
         let slice = duration / SLICES as u32;
         pairs.push((
             depth,
@@ -103,6 +99,19 @@ fn against(value: f64, base: f64, goal: f64) -> String {
 /// One figure of a run.
 type Measure = fn(&uncontended::Run) -> f64;
 
+/// One load's pairs: (depth, [Lua, rlock, HSET+DEL], the empty module command).
+pub type Pairs<'a> = (
+    usize,
+    &'a [uncontended::Run; 3],
+    Option<&'a uncontended::Run>,
+);
+
+/// The loads in the tables' order: depth 16, no pipelining, each command alone.
+pub fn in_order(mut loads: Vec<Pairs<'_>>) -> Vec<Pairs<'_>> {
+    loads.sort_by_key(|(depth, ..)| std::cmp::Reverse(*depth));
+    loads
+}
+
 /// The three tables.
 pub fn table(out: &mut String, hot: &Hot<'_>) {
     let _ = writeln!(
@@ -121,7 +130,8 @@ pub fn table(out: &mut String, hot: &Hot<'_>) {
             let floor = noop.map(of);
             let _ = writeln!(
                 out,
-                "| uncontended pair, depth {depth} | {name} | {} | {} | {} | {} | {} | {} | {} |",
+                "| uncontended pair, {} | {name} | {} | {} | {} | {} | {} | {} | {} |",
+                uncontended::load_name(*depth),
                 num(a),
                 num(b),
                 against(b, a, 0.30),
@@ -136,12 +146,15 @@ pub fn table(out: &mut String, hot: &Hot<'_>) {
     fenced_table(out, hot.fenced);
 }
 
-/// Handed-over acquisitions against the Lua lock's and the uncontended pair (depth 1: one
-/// command per round trip, as a handoff's are).
+/// Handed-over acquisitions against the Lua lock's, the uncontended pair (no pipelining, and
+/// each command alone on one connection: a handoff's commands each have a turn of the event
+/// loop to themselves, since each acquisition waits for the release before it) and the same
+/// wait handed on by the floor module.
 fn contended_table(out: &mut String, hot: &Hot<'_>) {
     let _ = writeln!(
         out,
-        "\nContended, 64 waits on one lock, every acquisition a handoff (server µs per acquisition):\n"
+        "\nContended, {} waits on one lock, every acquisition a handoff (server µs per acquisition):\n",
+        crate::handoff_slice::waits()
     );
     let (handed, floor) = match hot.handoffs {
         Ok(handed) => handed,
@@ -150,14 +163,21 @@ fn contended_table(out: &mut String, hot: &Hot<'_>) {
             return;
         }
     };
-    let pair = hot.uncontended.iter().find(|(d, ..)| *d == 1);
+    let pair_at = |depth: usize| {
+        let found = hot.uncontended.iter().find(|(d, ..)| *d == depth);
+        found.map(|(_, runs, _)| [runs[1].server_us_per_pair(), runs[1].cpu_ms_per_1000()])
+    };
+    let pairs = [pair_at(1), pair_at(uncontended::ALONE)];
     let lua_n = hot.lua.acquisitions.max(1) as f64;
     let lua = [
         hot.lua.server.usec_of(Side::Lua.top_level_commands()) as f64 / lua_n,
         1e6 * hot.lua.server.cpu_s / lua_n,
     ];
-    let _ = writeln!(out, "| rlock waits as | Measure | Lua | rlock | rlock ÷ Lua | uncontended pair, depth 1 | rlock ÷ pair (goal ≤ ×2) | the same wait handed on with nothing held | rlock ÷ that |");
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "| rlock waits as | Measure | Lua | rlock | rlock ÷ Lua | uncontended pair, no pipelining | rlock ÷ that (goal ≤ ×2) | uncontended pair, each command alone | rlock ÷ that (goal ≤ ×2) | the same wait handed on with nothing held | rlock ÷ that |");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for (side, c) in [(1, &handed[1]), (0, &handed[0])] {
         let who = if side == 1 {
             "blocked clients (`LOCK.ACQUIRE ... WAIT 0`)"
@@ -165,8 +185,6 @@ fn contended_table(out: &mut String, hot: &Hot<'_>) {
             "tickets (`LOCK.WAIT`)"
         };
         let floors = floor.map(|f| [f[side].commandstats_us(), f[side].cpu_us()]);
-        let pairs =
-            pair.map(|(_, runs, _)| [runs[1].server_us_per_pair(), runs[1].cpu_ms_per_1000()]);
         for (i, (name, value)) in [
             ("commandstats", c.commandstats_us()),
             ("used_cpu", c.cpu_us()),
@@ -174,19 +192,21 @@ fn contended_table(out: &mut String, hot: &Hot<'_>) {
         .into_iter()
         .enumerate()
         {
-            let p = pairs.map_or(0.0, |p| p[i]);
+            let [p, alone] = pairs.map(|p| p.map_or(0.0, |p| p[i]));
             let (floor, over_floor) = match floors {
                 Some(f) => (num(f[i]), ratio(value, f[i])),
                 None => ("not loaded".into(), "—".into()),
             };
             let _ = writeln!(
                 out,
-                "| {who} | {name} µs | {} | {} | {} | {} | {} | {floor} | {over_floor} |",
+                "| {who} | {name} µs | {} | {} | {} | {} | {} | {} | {} | {floor} | {over_floor} |",
                 num(lua[i]),
                 num(value),
                 ratio(value, lua[i]),
                 num(p),
                 against(value, p, 2.0),
+                num(alone),
+                against(value, alone, 2.0),
             );
         }
     }

@@ -51,10 +51,11 @@ pub fn render(r: &Results) -> String {
 /// The hot commands against their goals and floors, from scenarios 1, 2, 8 and 9.
 fn hot_table(out: &mut String, r: &Results) {
     let hot = crate::hot::Hot {
-        uncontended: (r.uncontended.iter().zip(&r.floor))
-            .rev()
-            .map(|((depth, runs), floor)| (*depth, runs, floor.as_ref()))
-            .collect(),
+        uncontended: crate::hot::in_order(
+            (r.uncontended.iter().zip(&r.floor))
+                .map(|((depth, runs), floor)| (*depth, runs, floor.as_ref()))
+                .collect(),
+        ),
         lua: &r.contended[0],
         handoffs: r
             .waiting

@@ -38,10 +38,10 @@ fn pair(metric: &str, scenario: &'static str, lua: f64, rlock: f64) -> Row {
 
 fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run; 3]) {
     let [lua, rl, plain] = runs;
-    let s = if depth == 1 {
-        "1. uncontended, no pipelining"
-    } else {
-        "1. uncontended, depth 16"
+    let s: &'static str = match depth {
+        uncontended::ALONE => "1. uncontended, one connection, each command alone",
+        1 => "1. uncontended, no pipelining",
+        _ => "1. uncontended, depth 16",
     };
     let rate = pair(
         "acquire+release pairs/s",

@@ -100,8 +100,8 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let mut cpu = Vec::new();
     let mut uncontended = Vec::new();
     let mut floor = Vec::new();
-    for depth in [1, 16] {
-        eprintln!("scenario 1: uncontended, depth {depth}");
+    for depth in [1, 16, uncontended::ALONE] {
+        eprintln!("scenario 1: uncontended, {}", uncontended::load_name(depth));
         let slice = plan.duration / SLICES as u32;
         let (runs, noop) = alternate(|side| uncontended::run(port, &scripts, side, depth, slice));
         floor.push(noop);
@@ -113,7 +113,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
         };
         let [a, b, c] = [pct(&runs[0]), pct(&runs[1]), pct(&runs[2])];
         cpu.push((
-            format!("1. uncontended, depth {depth}"),
+            format!("1. uncontended, {}", uncontended::load_name(depth)),
             [a[0], a[1], b[0], b[1], c[0], c[1]],
         ));
         uncontended.push((depth, runs));

@@ -12,6 +12,20 @@ use crate::side::{Scripts, Side, LEASE_MS};
 
 pub const CONNECTIONS: usize = 50;
 
+/// The depth that stands for one connection sending each command alone and awaiting its
+/// reply: every command then has a turn of the server's event loop to itself, as each
+/// command of a handoff has (the next acquisition waits for the release before it).
+pub const ALONE: usize = 0;
+
+/// How a depth is named in the tables.
+pub fn load_name(depth: usize) -> String {
+    match depth {
+        ALONE => "one connection, each command alone".into(),
+        1 => "no pipelining".into(),
+        d => format!("depth {d}"),
+    }
+}
+
 /// One side's run at one pipelining depth.
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -47,16 +61,24 @@ impl Run {
     }
 }
 
-/// Runs `side` for `duration` on [`CONNECTIONS`] connections, `depth` pairs per round trip.
+/// Runs `side` for `duration` on [`CONNECTIONS`] connections, `depth` pairs per round trip;
+/// at depth [`ALONE`], on one connection, one command per round trip.
 pub fn run(port: u16, scripts: &Scripts, side: Side, depth: usize, duration: Duration) -> Run {
     let start = now_ns() + 200_000_000;
     let end = start + u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-    let workers: Vec<_> = (0..CONNECTIONS)
-        .map(|i| {
-            let batch = packed_batch(scripts, side, i, depth);
-            thread::spawn(move || drive(port, side, &batch, depth, start, end))
-        })
-        .collect();
+    let workers: Vec<_> = if depth == ALONE {
+        let [acquire, release] = alone_commands(scripts, side);
+        vec![thread::spawn(move || {
+            drive_alone(port, side, [&acquire, &release], start, end)
+        })]
+    } else {
+        (0..CONNECTIONS)
+            .map(|i| {
+                let batch = packed_batch(scripts, side, i, depth);
+                thread::spawn(move || drive(port, side, &batch, depth, start, end))
+            })
+            .collect()
+    };
     let mut con = connect(port).expect("control connection");
     sleep_until(start);
     let before = Snapshot::take(&mut con);
@@ -100,6 +122,34 @@ fn drive(port: u16, side: Side, batch: &[u8], depth: usize, start: u64, end: u64
         check(side, &replies);
         if now_ns() <= end {
             pairs += depth as u64;
+        }
+    }
+    pairs
+}
+
+/// The acquisition and the release of [`ALONE`]'s one connection, each packed alone.
+fn alone_commands(scripts: &Scripts, side: Side) -> [Vec<u8>; 2] {
+    let key = format!("u:{}:alone", side.name());
+    let owner = "bench-alone:1";
+    [
+        side.acquire(scripts, &key, owner, LEASE_MS)
+            .get_packed_command(),
+        side.release(scripts, &key, owner).get_packed_command(),
+    ]
+}
+
+/// Sends the acquisition, awaits its reply, sends the release, awaits its reply, from
+/// `start` to `end`; returns the pairs done by `end`.
+fn drive_alone(port: u16, side: Side, [acquire, release]: [&[u8]; 2], start: u64, end: u64) -> u64 {
+    let mut con = connect(port).expect("bench connection");
+    sleep_until(start);
+    let mut pairs = 0;
+    while now_ns() < end {
+        let acquired = con.req_packed_command(acquire).expect("acquire");
+        let released = con.req_packed_command(release).expect("release");
+        check(side, &[acquired, released]);
+        if now_ns() <= end {
+            pairs += 1;
         }
     }
     pairs
