@@ -40,6 +40,7 @@ fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run;
     let [lua, rl, plain] = runs;
     let s: &'static str = match depth {
         uncontended::ALONE => "1. uncontended, one connection, each command alone",
+        uncontended::PAIRED => "1. uncontended, one connection, each pair in one write",
         1 => "1. uncontended, no pipelining",
         _ => "1. uncontended, depth 16",
     };

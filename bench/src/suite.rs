@@ -100,7 +100,7 @@ pub fn run(plan: &Plan, server: &BenchServer, others: &[BenchServer; 2]) -> Resu
     let mut cpu = Vec::new();
     let mut uncontended = Vec::new();
     let mut floor = Vec::new();
-    for depth in [1, 16, uncontended::ALONE] {
+    for depth in [1, 16, uncontended::PAIRED, uncontended::ALONE] {
         eprintln!("scenario 1: uncontended, {}", uncontended::load_name(depth));
         let slice = plan.duration / SLICES as u32;
         let (runs, noop) = alternate(|side| uncontended::run(port, &scripts, side, depth, slice));

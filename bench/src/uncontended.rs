@@ -14,15 +14,31 @@ pub const CONNECTIONS: usize = 50;
 
 /// The depth that stands for one connection sending each command alone and awaiting its
 /// reply: every command then has a turn of the server's event loop to itself, as each
-/// command of a handoff has (the next acquisition waits for the release before it).
+/// command of a handoff to a blocked client has (the next acquisition waits for the release
+/// before it, and the grant's reply is written outside any command).
 pub const ALONE: usize = 0;
+
+/// The depth that stands for one connection sending each pair in one write and awaiting both
+/// replies: the pair has a turn of the event loop to itself, as a ticket handoff's release and
+/// the next wait of its connection have.
+pub const PAIRED: usize = usize::MAX;
 
 /// How a depth is named in the tables.
 pub fn load_name(depth: usize) -> String {
     match depth {
         ALONE => "one connection, each command alone".into(),
+        PAIRED => "one connection, each pair in one write".into(),
         1 => "no pipelining".into(),
         d => format!("depth {d}"),
+    }
+}
+
+/// The order of the loads in the tables: pipelined deepest first, then one connection.
+pub fn load_order(depth: usize) -> (u8, std::cmp::Reverse<usize>) {
+    match depth {
+        PAIRED => (1, std::cmp::Reverse(0)),
+        ALONE => (2, std::cmp::Reverse(0)),
+        d => (0, std::cmp::Reverse(d)),
     }
 }
 
@@ -62,14 +78,15 @@ impl Run {
 }
 
 /// Runs `side` for `duration` on [`CONNECTIONS`] connections, `depth` pairs per round trip;
-/// at depth [`ALONE`], on one connection, one command per round trip.
+/// at depth [`ALONE`] (or [`PAIRED`]), on one connection, one command (or pair) per round trip.
 pub fn run(port: u16, scripts: &Scripts, side: Side, depth: usize, duration: Duration) -> Run {
     let start = now_ns() + 200_000_000;
     let end = start + u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-    let workers: Vec<_> = if depth == ALONE {
+    let workers: Vec<_> = if depth == ALONE || depth == PAIRED {
         let [acquire, release] = alone_commands(scripts, side);
+        let together = depth == PAIRED;
         vec![thread::spawn(move || {
-            drive_alone(port, side, [&acquire, &release], start, end)
+            drive_alone(port, side, [&acquire, &release], together, start, end)
         })]
     } else {
         (0..CONNECTIONS)
@@ -127,7 +144,8 @@ fn drive(port: u16, side: Side, batch: &[u8], depth: usize, start: u64, end: u64
     pairs
 }
 
-/// The acquisition and the release of [`ALONE`]'s one connection, each packed alone.
+/// The acquisition and the release of [`ALONE`]'s (and [`PAIRED`]'s) one connection, each
+/// packed alone.
 fn alone_commands(scripts: &Scripts, side: Side) -> [Vec<u8>; 2] {
     let key = format!("u:{}:alone", side.name());
     let owner = "bench-alone:1";
@@ -138,16 +156,29 @@ fn alone_commands(scripts: &Scripts, side: Side) -> [Vec<u8>; 2] {
     ]
 }
 
-/// Sends the acquisition, awaits its reply, sends the release, awaits its reply, from
-/// `start` to `end`; returns the pairs done by `end`.
-fn drive_alone(port: u16, side: Side, [acquire, release]: [&[u8]; 2], start: u64, end: u64) -> u64 {
+/// Sends the acquisition, awaits its reply, sends the release, awaits its reply (or, when
+/// `together`, sends both in one write and awaits both replies), from `start` to `end`;
+/// returns the pairs done by `end`.
+fn drive_alone(
+    port: u16,
+    side: Side,
+    [acquire, release]: [&[u8]; 2],
+    together: bool,
+    start: u64,
+    end: u64,
+) -> u64 {
     let mut con = connect(port).expect("bench connection");
+    let both = [acquire, release].concat();
     sleep_until(start);
     let mut pairs = 0;
     while now_ns() < end {
-        let acquired = con.req_packed_command(acquire).expect("acquire");
-        let released = con.req_packed_command(release).expect("release");
-        check(side, &[acquired, released]);
+        let replies = if together {
+            con.req_packed_commands(&both, 0, 2).expect("pair")
+        } else {
+            let acquired = con.req_packed_command(acquire).expect("acquire");
+            vec![acquired, con.req_packed_command(release).expect("release")]
+        };
+        check(side, &replies);
         if now_ns() <= end {
             pairs += 1;
         }
