@@ -15,7 +15,18 @@
  *                    dropped): publishes "<id> 1" to its caller's channel (__rlock__:<client
  *                    id>, as the lock's tickets); replies 0.
  * A waiter that sends NOOP.PASS then NOOP.BLOCK in turn (NOOP.PUSH then NOOP.QUEUE) is a
- * handoff with nothing held. */
+ * handoff with nothing held.
+ *   NOOP.HOLD key owner LEASE ms   the module API calls of an uncontended LOCK.ACQUIRE and
+ *                    nothing else: the hash written (owner 1, @token n), the lease as
+ *                    the key's TTL, the holding replicated as one command, the key signalled,
+ *                    the hset and expire events; replies the token. No checks: the key must
+ *                    be free.
+ *   NOOP.FREE key owner   those of the LOCK.RELEASE that frees it: the owner's count and the
+ *                    token read, the key deleted, signalled, the del event, the command
+ *                    replicated verbatim, the release message published; replies 0.
+ *   NOOP.APPLY ...   does nothing (what NOOP.HOLD replicates).
+ * NOOP.HOLD and NOOP.FREE are the least any module can cost that keeps the lock's contract
+ * through the module API. */
 #define QUEUE 65536
 static RedisModuleBlockedClient *blocked[QUEUE];
 static unsigned long long head, tail;
@@ -88,6 +99,53 @@ static int Push(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_FreeString(ctx, msg);
     return RedisModule_ReplyWithLongLong(ctx, 0);
 }
+static RedisModuleString *one, *token_field, *released;
+static long long tokens;
+
+static int Hold(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    long long lease;
+    if (argc != 5 || RedisModule_StringToLongLong(argv[4], &lease) != REDISMODULE_OK)
+        return RedisModule_WrongArity(ctx);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    long long token = ++tokens, deadline = (long long)RedisModule_Milliseconds() + lease;
+    RedisModuleString *t = RedisModule_CreateStringFromLongLong(ctx, token);
+    RedisModuleString *d = RedisModule_CreateStringFromLongLong(ctx, deadline);
+    RedisModule_HashSet(key, REDISMODULE_HASH_NONE, argv[2], one, token_field, t, NULL);
+    RedisModule_SetAbsExpire(key, deadline);
+    RedisModule_Replicate(ctx, "NOOP.APPLY", "sssss", argv[1], argv[2], one, t, d);
+    RedisModule_SignalModifiedKey(ctx, argv[1]);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_HASH, "hset", argv[1]);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "expire", argv[1]);
+    RedisModule_CloseKey(key);
+    RedisModule_FreeString(ctx, t);
+    RedisModule_FreeString(ctx, d);
+    return RedisModule_ReplyWithLongLong(ctx, token);
+}
+static int Free(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    RedisModuleString *count = NULL, *token = NULL;
+    RedisModule_HashGet(key, REDISMODULE_HASH_NONE, argv[2], &count, token_field, &token, NULL);
+    if (count) RedisModule_FreeString(ctx, count);
+    if (token) RedisModule_FreeString(ctx, token);
+    RedisModule_DeleteKey(key);
+    RedisModule_SignalModifiedKey(ctx, argv[1]);
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_GENERIC, "del", argv[1]);
+    RedisModule_ReplicateVerbatim(ctx);
+    size_t len;
+    const char *name = RedisModule_StringPtrLen(argv[1], &len);
+    char channel[256];
+    int c = snprintf(channel, sizeof channel, "redisson_lock__channel:{%.*s}", (int)len, name);
+    RedisModuleString *ch = RedisModule_CreateString(ctx, channel, (size_t)c);
+    RedisModule_PublishMessage(ctx, ch, released);
+    RedisModule_FreeString(ctx, ch);
+    RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithLongLong(ctx, 0);
+}
+static int Apply(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv; (void)argc;
+    return RedisModule_ReplyWithLongLong(ctx, 1);
+}
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv; (void)argc;
     if (RedisModule_Init(ctx, "noop", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR) return REDISMODULE_ERR;
@@ -96,5 +154,12 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (RedisModule_CreateCommand(ctx, "noop.pass", Pass, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "noop.queue", Queue, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "noop.push", Push, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.hold", Hold, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.free", Free, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.apply", Apply, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    tokens = (long long)RedisModule_Milliseconds() * 1000; /* as many digits as rlock's */
+    one = RedisModule_CreateString(NULL, "1", 1);
+    token_field = RedisModule_CreateString(NULL, "@token", 6);
+    released = RedisModule_CreateString(NULL, "0", 1);
     return REDISMODULE_OK;
 }

@@ -65,7 +65,7 @@ use std::time::Duration;
 const USAGE: &str = "usage: rlock-bench [--quick] [--duration-secs N]
        rlock-bench hot SECONDS                               (the hot commands' table alone, on a server started here)
        rlock-bench losses TRIALS                             (scenario 13 alone: how soon lost() resolves, on a server started here)
-       rlock-bench load PORT lua|rlock|plain|noop DEPTH SECONDS  (scenario 1 alone, against a running server)
+       rlock-bench load PORT lua|rlock|plain|noop|bare DEPTH SECONDS  (scenario 1 alone, against a running server)
        rlock-bench contend PORT lua|rlock SECONDS            (scenario 2 alone, against a running server)
        rlock-bench redlock SECONDS                           (scenario 7 alone, on three servers started here)
        rlock-bench fenced SECONDS                            (scenario 8 alone, on a server started here)

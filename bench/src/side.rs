@@ -45,6 +45,9 @@ pub enum Side {
     /// Two calls of an empty module command (`NOOP.KEYED key`, `bench/floor/noop.c`): what
     /// any module command costs before it does anything.
     Noop,
+    /// `NOOP.HOLD` + `NOOP.FREE` (`bench/floor/noop.c`): the module API calls of the pair's
+    /// contract and nothing else, the least a module keeping it can cost.
+    Bare,
 }
 
 impl Side {
@@ -54,11 +57,12 @@ impl Side {
             Side::Rlock => "rlock",
             Side::Plain => "plain",
             Side::Noop => "noop",
+            Side::Bare => "bare",
         }
     }
 
     pub fn parse(name: &str) -> Option<Side> {
-        [Side::Lua, Side::Rlock, Side::Plain, Side::Noop]
+        [Side::Lua, Side::Rlock, Side::Plain, Side::Noop, Side::Bare]
             .into_iter()
             .find(|s| s.name() == name)
     }
@@ -70,6 +74,7 @@ impl Side {
             Side::Rlock => &["lock.acquire", "lock.release", "lock.renew"],
             Side::Plain => &["hset", "del"],
             Side::Noop => &["noop.keyed"],
+            Side::Bare => &["noop.hold", "noop.free"],
         }
     }
 
@@ -85,6 +90,7 @@ impl Side {
             ),
             Side::Plain => lock_cmd("HSET", key, owner, &["1"]),
             Side::Noop => noop(key),
+            Side::Bare => lock_cmd("NOOP.HOLD", key, owner, &["LEASE", &lease_ms.to_string()]),
         }
     }
 
@@ -92,7 +98,7 @@ impl Side {
     pub fn acquired(self, reply: &Value) -> bool {
         match self {
             Side::Lua => *reply == Value::Nil,
-            Side::Rlock | Side::Plain | Side::Noop => matches!(reply, Value::Int(_)),
+            Side::Rlock | Side::Plain | Side::Noop | Side::Bare => matches!(reply, Value::Int(_)),
         }
     }
 
@@ -109,6 +115,7 @@ impl Side {
                 cmd
             }
             Side::Noop => noop(key),
+            Side::Bare => lock_cmd("NOOP.FREE", key, owner, &[]),
         }
     }
 
@@ -116,7 +123,7 @@ impl Side {
     pub fn released(self, reply: &Value) -> bool {
         match self {
             Side::Lua | Side::Plain | Side::Noop => *reply == Value::Int(1),
-            Side::Rlock => *reply == Value::Int(0),
+            Side::Rlock | Side::Bare => *reply == Value::Int(0),
         }
     }
 
