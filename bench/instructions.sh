@@ -2,14 +2,15 @@
 # Server instructions per operation, counted by callgrind inside Redis's `processCommand()`
 # (the command's lookup and checks, its run, and any command it runs in turn: a script's, a
 # fenced write's) under a depth-16 load: repeatable where wall-clock ratios are not.
-#   bench/instructions.sh [rlock|lua|plain|noop|bare|fenced|hset] [seconds] [callgrind output]
+#   bench/instructions.sh [rlock|lua|plain|noop|bare|fenced|bare-fenced|hset] [seconds] [output]
 # rlock, lua, plain (HSET+DEL), noop (two calls of the empty module command), bare (the
 # module API calls of the pair's contract and nothing else: NOOP.HOLD and NOOP.FREE): per
-# acquire+release pair, loaded by `rlock-bench load`; fenced (`LOCK.FENCED ... HSET`) and
-# hset (the plain `HSET`): per write, loaded by redis-benchmark. With a third argument the
+# acquire+release pair, loaded by `rlock-bench load`; fenced (`LOCK.FENCED ... HSET`),
+# bare-fenced (`NOOP.FENCED ... HSET`: the module API calls of a fenced write and nothing
+# else) and hset (the plain `HSET`): per write, loaded by redis-benchmark. With a third argument the
 # callgrind output is kept there, for `callgrind_annotate --inclusive=yes FILE`.
 # Needs valgrind; builds nothing: run `cargo build --release -p rlock -p rlock-bench` first
-# (and `bench/floor/build.sh` for noop and bare).
+# (and `bench/floor/build.sh` for noop, bare and bare-fenced).
 set -euo pipefail
 side="${1:-rlock}"
 secs="${2:-4}"
@@ -23,7 +24,7 @@ work="$(mktemp -d)"
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 floor=()
-[ "$side" = noop ] || [ "$side" = bare ] && floor=(--loadmodule "$target/release/librlock_floor.so")
+[[ "$side" =~ ^(noop|bare|bare-fenced)$ ]] && floor=(--loadmodule "$target/release/librlock_floor.so")
 valgrind --tool=callgrind --callgrind-out-file="$work/out" --collect-atstart=no \
     --toggle-collect=processCommand redis-server --port "$port" --bind 127.0.0.1 --save "" \
     --loadmodule "$module" "${floor[@]}" >"$work/log" 2>&1 &
@@ -35,12 +36,14 @@ done
 writes=$((secs * 10000))
 case "$side" in
     rlock | lua | plain | noop | bare) "$bench" load "$port" "$side" 16 "$secs" >/dev/null ;;
-    fenced)
+    fenced | bare-fenced)
         token="$(redis-cli -p "$port" LOCK.ACQUIRE 'lock:{f}' bench LEASE 3600000)"
+        command=LOCK.FENCED
+        [ "$side" = bare-fenced ] && command=NOOP.FENCED
         redis-benchmark -p "$port" -P 16 -c 8 -n "$writes" -q \
-            LOCK.FENCED 'lock:{f}' bench "$token" HSET 'order:{f}' f v >/dev/null ;;
+            "$command" 'lock:{f}' bench "$token" HSET 'order:{f}' f v >/dev/null ;;
     hset) redis-benchmark -p "$port" -P 16 -c 8 -n "$writes" -q HSET 'order:{f}' f v >/dev/null ;;
-    *) echo "side must be rlock, lua, plain, noop, bare, fenced or hset" >&2; exit 2 ;;
+    *) echo "side must be rlock, lua, plain, noop, bare, fenced, bare-fenced or hset" >&2; exit 2 ;;
 esac
 case "$side" in
     rlock) counted=lock.release; per=1 ;;
@@ -49,6 +52,7 @@ case "$side" in
     noop) counted=noop.keyed; per=2 ;;
     bare) counted=noop.free; per=1 ;;
     fenced) counted=lock.fenced; per=1 ;;
+    bare-fenced) counted=noop.fenced; per=1 ;;
     hset) counted=hset; per=1 ;;
 esac
 calls="$(redis-cli -p "$port" info commandstats | tr -d '\r' |
@@ -59,6 +63,6 @@ total="$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/log")"
 ops=$((calls / per))
 [ -n "$keep" ] && cp "$work/out" "$keep"
 case "$side" in
-    fenced | hset) echo "$side: $ops writes, $((total / ops)) instructions per write inside processCommand()" ;;
+    fenced | bare-fenced | hset) echo "$side: $ops writes, $((total / ops)) instructions per write inside processCommand()" ;;
     *) echo "$side: $ops pairs, $((total / ops)) instructions per pair inside processCommand()" ;;
 esac

@@ -25,6 +25,10 @@
  *                    token read, the key deleted, signalled, the del event, the command
  *                    replicated verbatim, the release message published; replies 0.
  *   NOOP.APPLY ...   does nothing (what NOOP.HOLD replicates).
+ *   NOOP.FENCED lock owner token command [arg ...]   the module API calls of LOCK.FENCED and
+ *                    nothing else: the owner's count and the token read, the command's keys
+ *                    asked for, the command run as the caller with its effects replicated,
+ *                    its reply forwarded. No checks: it runs whatever the lock holds.
  * NOOP.HOLD and NOOP.FREE are the least any module can cost that keeps the lock's contract
  * through the module API. */
 #define QUEUE 65536
@@ -142,6 +146,25 @@ static int Free(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModule_CloseKey(key);
     return RedisModule_ReplyWithLongLong(ctx, 0);
 }
+static int Fenced(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc < 5) return RedisModule_WrongArity(ctx);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ);
+    RedisModuleString *count = NULL, *token = NULL;
+    RedisModule_HashGet(key, REDISMODULE_HASH_NONE, argv[2], &count, token_field, &token, NULL);
+    if (count) RedisModule_FreeString(ctx, count);
+    if (token) RedisModule_FreeString(ctx, token);
+    RedisModule_CloseKey(key);
+    int nkeys = 0, *flags = NULL;
+    int *keys = RedisModule_GetCommandKeysWithFlags(ctx, argv + 4, argc - 4, &nkeys, &flags);
+    if (keys) RedisModule_Free(keys);
+    if (flags) RedisModule_Free(flags);
+    const char *name = RedisModule_StringPtrLen(argv[4], NULL);
+    RedisModuleCallReply *reply = RedisModule_Call(ctx, name, "!CM0v", argv + 5, (size_t)(argc - 5));
+    if (!reply) return RedisModule_ReplyWithError(ctx, "ERR the command could not run");
+    RedisModule_ReplyWithCallReply(ctx, reply);
+    RedisModule_FreeCallReply(reply);
+    return REDISMODULE_OK;
+}
 static int Apply(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv; (void)argc;
     return RedisModule_ReplyWithLongLong(ctx, 1);
@@ -156,6 +179,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (RedisModule_CreateCommand(ctx, "noop.push", Push, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "noop.hold", Hold, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "noop.free", Free, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "noop.fenced", Fenced, "write deny-oom", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "noop.apply", Apply, "write fast", 1, 1, 1) == REDISMODULE_ERR) return REDISMODULE_ERR;
     tokens = (long long)RedisModule_Milliseconds() * 1000; /* as many digits as rlock's */
     one = RedisModule_CreateString(NULL, "1", 1);
