@@ -23,6 +23,28 @@ pub struct Watched {
     /// The prefix last found listened for: a client's holdings share one, compared byte by
     /// byte instead of hashed.
     last_listened: Option<Vec<u8>>,
+    /// The buffers of names released with their holdings, for the next holdings' key and
+    /// owner names: a holding taken and released again and again allocates nothing.
+    spare: Vec<Vec<u8>>,
+}
+
+/// Most buffers kept in [`Watched::spare`], and the largest kept.
+const SPARE: usize = 64;
+const SPARE_BYTES: usize = 256;
+
+/// A buffer holding `bytes`, from `spare` if it has one.
+fn buffer(spare: &mut Vec<Vec<u8>>, bytes: &[u8]) -> Vec<u8> {
+    let mut b = spare.pop().unwrap_or_default();
+    b.clear();
+    b.extend_from_slice(bytes);
+    b
+}
+
+/// Keeps `b` in `spare` for a later [`buffer`], unless enough are kept or it is large.
+fn recycle(spare: &mut Vec<Vec<u8>>, b: Vec<u8>) {
+    if spare.len() < SPARE && b.capacity() <= SPARE_BYTES {
+        spare.push(b);
+    }
 }
 
 /// The listened holdings of one key: one, kept inline (the usual case: no allocation of
@@ -150,23 +172,22 @@ impl Watched {
             self.last_listened = Some(prefix.to_vec());
         }
         let watch = Watch {
-            owner: owner.to_vec(),
+            owner: buffer(&mut self.spare, owner),
             held,
             token,
             count,
         };
-        let watches = self
-            .keys
-            .entry(db)
-            .or_default()
-            .entry(key.to_vec())
-            .or_default();
+        let name = buffer(&mut self.spare, key);
+        let watches = self.keys.entry(db).or_default().entry(name).or_default();
         match watches
             .as_mut_slice()
             .iter_mut()
             .find(|w| w.owner == owner && w.held == held)
         {
-            Some(w) => *w = watch,
+            Some(w) => {
+                let old = std::mem::replace(w, watch);
+                recycle(&mut self.spare, old.owner);
+            }
             None => watches.push(watch),
         }
     }
@@ -183,13 +204,23 @@ impl Watched {
             watches.filter(|w| mine(w)).for_each(|w| w.count = left);
             return;
         }
-        // One lookup in the usual case, a key with one holding.
-        let Some((name, mut watches)) = keys.remove_entry(key) else {
+        // One lookup in the usual case, a key with one holding; its buffers are kept.
+        let Some((name, watches)) = keys.remove_entry(key) else {
             return;
         };
-        watches.retain(|w| !mine(w));
-        if !watches.as_slice().is_empty() {
-            keys.insert(name, watches);
+        match watches {
+            Holders::One(w) if mine(&w) => {
+                recycle(&mut self.spare, name);
+                recycle(&mut self.spare, w.owner);
+            }
+            mut watches => {
+                watches.retain(|w| !mine(w));
+                if watches.as_slice().is_empty() {
+                    recycle(&mut self.spare, name);
+                } else {
+                    keys.insert(name, watches);
+                }
+            }
         }
     }
 

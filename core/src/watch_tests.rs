@@ -155,3 +155,42 @@ fn a_key_with_spaces_is_told_by_its_length() {
     };
     assert_eq!(loss.message(), b"forcerelease write 42 3 a b c d:1");
 }
+
+#[test]
+fn names_reused_from_released_holdings_hold_the_new_names() {
+    let mut w = listening();
+    for round in 0..200i64 {
+        // Names of every length, so that a reused buffer longer than the new name shows.
+        let key = format!("k{}", "x".repeat((round % 7) as usize));
+        let owner = format!("app:{}", "9".repeat((round % 5) as usize));
+        w.holds(
+            (0, key.as_bytes()),
+            owner.as_bytes(),
+            (Held::Lock, round, 1),
+        );
+        w.holds(
+            (0, key.as_bytes()),
+            owner.as_bytes(),
+            (Held::Lock, round, 2),
+        );
+        w.holds((0, b"other"), b"app:2", (Held::Read, round, 1));
+        assert_eq!(
+            w.of(0, key.as_bytes()),
+            vec![watch(&owner, Held::Lock, round, 2)]
+        );
+        assert_eq!(
+            w.of(0, b"other"),
+            vec![watch("app:2", Held::Read, round, 1)]
+        );
+        w.released(0, key.as_bytes(), (owner.as_bytes(), Held::Lock), 0);
+        w.released(0, b"other", (b"app:2", Held::Read), 0);
+        assert_eq!(w.tracked(), 0);
+        assert!(w.spare.len() <= SPARE);
+    }
+    // A name too large to keep is not kept.
+    let long = vec![b'k'; SPARE_BYTES + 1];
+    w.holds((0, &long), b"app:1", (Held::Lock, 1, 1));
+    let kept = w.spare.len();
+    w.released(0, &long, (b"app:1", Held::Lock), 0);
+    assert_eq!(w.spare.len(), kept + 1, "only the owner's buffer is kept");
+}
