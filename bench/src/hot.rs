@@ -1,9 +1,10 @@
 //! The hot commands in one table, from one run on one server: the uncontended
-//! acquire+release pair (depth 16 and 1) against the Lua lock, `HSET`+`DEL` and two calls of
-//! an empty module command; an acquisition handed over to a blocked client and to a ticket
-//! against the Lua lock's contended acquisition, the uncontended pair and the same wait
-//! handed on by the floor module with nothing held; a fenced `HSET`
-//! against a plain one. Each as the server's µs per operation, from `INFO commandstats` and
+//! acquire+release pair (depth 16, no pipelining, and one connection) against the Lua lock,
+//! `HSET`+`DEL`, two calls of an empty module command and the bare pair (the floor module's
+//! `NOOP.HOLD` + `NOOP.FREE`: the pair's module API calls alone); an acquisition handed over
+//! to a blocked client and to a ticket against the Lua lock's contended acquisition, the
+//! uncontended pair and the same wait handed on by the floor module with nothing held; a
+//! fenced `HSET` against a plain one. Each as the server's µs per operation, from `INFO commandstats` and
 //! from `used_cpu_user` + `used_cpu_sys`, with the ratios the goals are stated in.
 //!
 //! `make bench` prints it from its scenarios 1, 2, 8 and 9; `rlock-bench hot SECONDS` runs
@@ -99,11 +100,12 @@ fn against(value: f64, base: f64, goal: f64) -> String {
 /// One figure of a run.
 type Measure = fn(&uncontended::Run) -> f64;
 
-/// One load's pairs: (depth, [Lua, rlock, HSET+DEL], the empty module command).
+/// One load's pairs: (depth, [Lua, rlock, HSET+DEL], [the empty module command, the bare
+/// pair]).
 pub type Pairs<'a> = (
     usize,
     &'a [uncontended::Run; 3],
-    Option<&'a uncontended::Run>,
+    Option<&'a [uncontended::Run; 2]>,
 );
 
 /// The loads in the tables' order: depth 16, no pipelining, then one connection.
@@ -118,19 +120,23 @@ pub fn table(out: &mut String, hot: &Hot<'_>) {
         out,
         "\nThe hot commands, server µs per operation (commandstats: the commands' own time; used_cpu: the whole server's CPU, network included):\n"
     );
-    let _ = writeln!(out, "| Load | Measure | Lua | rlock | rlock ÷ Lua (goal ≤ ×0.30) | HSET+DEL | rlock ÷ HSET+DEL (goal ≤ ×3) | empty module command ×2 | rlock ÷ empty ×2 |");
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (depth, [lua, rl, plain], noop) in &hot.uncontended {
+    let _ = writeln!(out, "| Load | Measure | Lua | rlock | rlock ÷ Lua (goal ≤ ×0.30) | HSET+DEL | rlock ÷ HSET+DEL (goal ≤ ×3) | empty module command ×2 | rlock ÷ empty ×2 | the contract's API calls alone | those ÷ Lua | rlock ÷ those |");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for (depth, [lua, rl, plain], floors) in &hot.uncontended {
         let measures: [(&str, Measure); 2] = [
             ("commandstats µs per pair", |r| r.server_us_per_pair()),
             ("used_cpu µs per pair", |r| r.cpu_ms_per_1000()),
         ];
         for (name, of) in measures {
             let (a, b, c) = (of(lua), of(rl), of(plain));
-            let floor = noop.map(of);
+            let floor = floors.map(|[noop, _]| of(noop));
+            let bare = floors.map(|[_, bare]| of(bare));
             let _ = writeln!(
                 out,
-                "| uncontended pair, {} | {name} | {} | {} | {} | {} | {} | {} | {} |",
+                "| uncontended pair, {} | {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 uncontended::load_name(*depth),
                 num(a),
                 num(b),
@@ -139,6 +145,9 @@ pub fn table(out: &mut String, hot: &Hot<'_>) {
                 against(b, c, 3.0),
                 floor.map_or("not loaded".into(), num),
                 floor.map_or("—".into(), |f| ratio(b, f)),
+                bare.map_or("not loaded".into(), num),
+                bare.map_or("—".into(), |f| ratio(f, a)),
+                bare.map_or("—".into(), |f| ratio(b, f)),
             );
         }
     }

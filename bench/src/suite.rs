@@ -69,7 +69,7 @@ pub struct Results {
     pub duration_s: f64,
     pub uncontended: Vec<(usize, [uncontended::Run; 3])>,
     /// Scenario 1's empty module command, per depth (when its module is loaded).
-    pub floor: Vec<Option<uncontended::Run>>,
+    pub floor: Vec<Option<[uncontended::Run; 2]>>,
     pub contended: [contended::Run; 2],
     pub across: [contended::Run; 2],
     pub crash: [Vec<crash::Trial>; 2],
@@ -194,15 +194,16 @@ pub fn others(pair: &uncontended::Run, lua: &contended::Run) -> Others {
 /// Slices per side of each scenario 1 measurement.
 pub const SLICES: usize = 6;
 
-/// Runs Lua, rlock, HSET+DEL and (when its module is loaded) the empty module command in
-/// [`SLICES`] slices each, in the order ABCD DCBA ABCD ..., so that changes in the
-/// machine's speed during the run fall on all alike, and sums each side's slices.
+/// Runs Lua, rlock, HSET+DEL and (when its module is loaded) the floor module's empty command
+/// and bare pair in [`SLICES`] slices each, in the order ABCDE EDCBA ABCDE ..., so that
+/// changes in the machine's speed during the run fall on all alike, and sums each side's
+/// slices: ([Lua, rlock, HSET+DEL], [empty command, bare pair]).
 pub fn alternate(
     mut once: impl FnMut(Side) -> uncontended::Run,
-) -> ([uncontended::Run; 3], Option<uncontended::Run>) {
+) -> ([uncontended::Run; 3], Option<[uncontended::Run; 2]>) {
     let mut order = vec![Side::Lua, Side::Rlock, Side::Plain];
     if floor_module().is_some() {
-        order.push(Side::Noop);
+        order.extend([Side::Noop, Side::Bare]);
     }
     let mut sums: Vec<uncontended::Run> = order.iter().map(|&side| once(side)).collect();
     for slice in 1..SLICES {
@@ -216,9 +217,9 @@ pub fn alternate(
             sums[i] = sums[i].clone().merge(run);
         }
     }
-    let noop = sums.get(3).cloned();
+    let floors = sums.get(3..5).map(|f| [f[0].clone(), f[1].clone()]);
     let three = [sums[0].clone(), sums[1].clone(), sums[2].clone()];
-    (three, noop)
+    (three, floors)
 }
 
 fn contended_cpu(name: &str, runs: &[contended::Run; 2]) -> CpuRow {
