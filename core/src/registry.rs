@@ -261,6 +261,19 @@ impl<C: Copy + Eq + Hash> Registry<C> {
             .collect()
     }
 
+    /// Records that the lock `key` was handed to `owner` from its queue (kept while the queue
+    /// lasts, as a hint for reading the lock).
+    pub fn handed_to(&mut self, db: Db, key: &[u8], owner: Box<[u8]>) {
+        if let Some(queue) = self.queue_mut(db, key) {
+            queue.handed_to = Some(owner);
+        }
+    }
+
+    /// Whom the lock `key` was last handed to from its queue, while the queue lasts.
+    pub fn last_handed(&self, db: Db, key: &[u8]) -> Option<&[u8]> {
+        self.dbs.get(&db)?.get(key)?.handed_to.as_deref()
+    }
+
     fn queue_mut(&mut self, db: Db, key: &[u8]) -> Option<&mut Queue<C>> {
         self.dbs.get_mut(&db)?.get_mut(key)
     }

@@ -272,3 +272,21 @@ fn a_queue_that_empties_hands_back_its_pending_timer_until_it_fires() {
     r.check_ran(0, b"k", 100, 8);
     assert_eq!(r.take_stale_timers(), Vec::<u64>::new());
 }
+
+#[test]
+fn whom_a_lock_was_handed_to_lasts_as_long_as_its_queue() {
+    let mut r: Registry<usize> = Registry::default();
+    r.handed_to(0, b"k", b"nobody-waits"[..].into());
+    assert_eq!(r.last_handed(0, b"k"), None, "no queue, nothing kept");
+    r.enqueue(0, b"k", waiter(1, 1));
+    r.enqueue(0, b"k", waiter(2, 2));
+    r.handed_to(0, b"k", b"owner-0"[..].into());
+    assert_eq!(r.last_handed(0, b"k"), Some(&b"owner-0"[..]));
+    assert_eq!(r.last_handed(1, b"k"), None);
+    assert_eq!(r.last_handed(0, b"other"), None);
+    r.pop_first(0, b"k", LOCK);
+    r.handed_to(0, b"k", b"owner-1"[..].into());
+    assert_eq!(r.last_handed(0, b"k"), Some(&b"owner-1"[..]));
+    r.pop_first(0, b"k", LOCK);
+    assert_eq!(r.last_handed(0, b"k"), None, "the queue emptied");
+}

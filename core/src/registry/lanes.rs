@@ -16,6 +16,9 @@ pub(super) struct Queue<C> {
     pub(super) check_at: Option<i64>,
     /// The timer of that check, until it fires or is replaced.
     pub(super) check_timer: Option<u64>,
+    /// Whom the lock was last handed to from this queue: a hint for reading the lock, which
+    /// the reader checks against the lock itself.
+    pub(super) handed_to: Option<Box<[u8]>>,
 }
 
 impl<C> Default for Queue<C> {
@@ -24,6 +27,7 @@ impl<C> Default for Queue<C> {
             lanes: Default::default(),
             check_at: None,
             check_timer: None,
+            handed_to: None,
         }
     }
 }
