@@ -200,6 +200,8 @@ pub fn hand_off(
         let shut = match fresh_holding(ctx, key, over, &claim) {
             Ok(Door::Held { token, deadline_ms }) => {
                 if grant(ctx, db, key.name(), token)? {
+                    // The next wait on the lock reads it knowing whom to look for.
+                    queues::handed_to(db, key.name(), first.owner);
                     return Ok(Handed::To(deadline_ms));
                 }
                 counters::REVOKED_GRANTS.bump();

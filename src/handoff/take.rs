@@ -17,6 +17,7 @@ use crate::handoff::{expiry, losses};
 use crate::host::gate;
 use crate::host::node;
 use crate::store::{LockEntry, LockKey, Mode, Name, Over};
+use crate::waits::queues;
 
 /// Acquires or reenters the lock `key_name` for `owner` (`owner_bytes` its bytes) with a
 /// lease of `lease` ms, if it can now.
@@ -28,7 +29,8 @@ pub fn attempt(
 ) -> Result<Attempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
-    let current = match key.read_as(&owner)? {
+    let handed = queues::last_handed(db, key.name());
+    let current = match key.read_as_hinted(&owner, handed.as_deref())? {
         None => serve_queue_first(ctx, db, &key, &owner)?,
         current => current,
     };

@@ -36,6 +36,54 @@ impl LockKey {
         })
     }
 
+    /// [`LockKey::read_as`] knowing whom the lock was last handed to (`hint`, a waiter's
+    /// read): when that owner holds it, two field lookups (its count and the token) replace
+    /// the scan of the hash. Whatever else the key holds (the asker's own holding included)
+    /// is read in full, as [`LockKey::read`] reads it.
+    pub fn read_as_hinted(
+        &self,
+        owner: &Name<'_>,
+        hint: Option<&[u8]>,
+    ) -> Result<Option<Holding>, LockError> {
+        let usable = |h: &&[u8]| *h != owner.bytes && h.first().is_some_and(|b| *b != b'@');
+        let Some(hint) = hint.filter(usable) else {
+            return self.read_as(owner);
+        };
+        let hash_get = api!(RedisModule_HashGet);
+        let Some(len) = self.hash_len()? else {
+            return Ok(None);
+        };
+        if !(1..=2).contains(&len) {
+            return self.read();
+        }
+        let hinted = OwnedString::new(self.ctx, hint)?;
+        let mut count: *mut raw::RedisModuleString = ptr::null_mut();
+        let mut token: *mut raw::RedisModuleString = ptr::null_mut();
+        unsafe {
+            hash_get(
+                self.key,
+                raw::REDISMODULE_HASH_NONE as c_int,
+                hinted.0,
+                &mut count as *mut _,
+                token_field()?,
+                &mut token as *mut _,
+                ptr::null_mut::<raw::RedisModuleString>(),
+            );
+        }
+        let (count, token) = (self.adopt(count), self.adopt(token));
+        match shape(&count, &token, len) {
+            Some((count, token)) => {
+                TOKENS.learn(token, config::token_gap());
+                Ok(Some(Holding {
+                    owner: hint.to_vec(),
+                    count,
+                    token,
+                }))
+            }
+            None => self.read(),
+        }
+    }
+
     /// [`LockKey::read_as`] without a copy of the owner's name when `owner` holds the lock.
     pub fn read_own(&self, owner: &Name<'_>) -> Result<Read, LockError> {
         let hash_get = api!(RedisModule_HashGet);
@@ -59,13 +107,7 @@ impl LockKey {
             );
         }
         let (count, token) = (self.adopt(count), self.adopt(token));
-        let number = |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes()));
-        let holding = match (number(&count), &token, number(&token), len) {
-            (Some(c), None, _, 1) if c > 0 => Some((c, 0)),
-            (Some(c), Some(_), Some(t), 2) if c > 0 && t >= 0 => Some((c, t)),
-            _ => None,
-        };
-        match holding {
+        match shape(&count, &token, len) {
             Some((count, token)) => {
                 TOKENS.learn(token, config::token_gap());
                 Ok(Read::Own { count, token })
@@ -73,5 +115,21 @@ impl LockKey {
             // Not held by `owner`, or not a lock: the full read says which.
             None => self.read().map(Read::Other),
         }
+    }
+}
+
+/// (count, token) of a lock of `len` fields whose owner's field holds `count` and whose
+/// `@token` field holds `token`: a count alone (a script client's lock), or a count and a
+/// token; `None` if they are not that.
+fn shape(
+    count: &Option<OwnedString>,
+    token: &Option<OwnedString>,
+    len: usize,
+) -> Option<(i64, i64)> {
+    let number = |s: &Option<OwnedString>| s.as_ref().and_then(|s| strict_i64(s.bytes()));
+    match (number(count), token, number(token), len) {
+        (Some(c), None, _, 1) if c > 0 => Some((c, 0)),
+        (Some(c), Some(_), Some(t), 2) if c > 0 && t >= 0 => Some((c, t)),
+        _ => None,
     }
 }

@@ -79,6 +79,20 @@ pub fn pop_first(db: Db, key: &[u8], family: Family) -> Option<Waiter> {
     with(|r| r.pop_first(db, key, family))
 }
 
+/// Records that the lock `key` was just handed to `owner` from its queue: a hint for reading
+/// the lock while waits are queued on it.
+pub fn handed_to(db: Db, key: &[u8], owner: Box<[u8]>) {
+    with(|r| r.handed_to(db, key, owner));
+}
+
+/// Whom the lock `key` was last handed to from its queue, while the queue lasts.
+pub fn last_handed(db: Db, key: &[u8]) -> Option<Box<[u8]>> {
+    if !any() {
+        return None;
+    }
+    with(|r| r.last_handed(db, key).map(Box::from))
+}
+
 /// The first waiter of `family` on `key` (a copy), left in its queue.
 pub fn first(db: Db, key: &[u8], family: Family) -> Option<Waiter> {
     if !any() {
