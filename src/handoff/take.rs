@@ -29,8 +29,12 @@ pub fn attempt(
 ) -> Result<Attempt, LockError> {
     let key = LockKey::open(ctx, key_name, Mode::Write)?;
     let db = node::selected_db(ctx);
-    let handed = queues::last_handed(db, key.name());
-    let current = match key.read_as_hinted(&owner, handed.as_deref())? {
+    // With waits queued, the lock is read knowing whom it was last handed to.
+    let current = match queues::last_handed(db, key.name()) {
+        None => key.read_as(&owner)?,
+        Some(hint) => key.read_as_hinted(&owner, &hint)?,
+    };
+    let current = match current {
         None => serve_queue_first(ctx, db, &key, &owner)?,
         current => current,
     };

@@ -43,12 +43,11 @@ impl LockKey {
     pub fn read_as_hinted(
         &self,
         owner: &Name<'_>,
-        hint: Option<&[u8]>,
+        hint: &[u8],
     ) -> Result<Option<Holding>, LockError> {
-        let usable = |h: &&[u8]| *h != owner.bytes && h.first().is_some_and(|b| *b != b'@');
-        let Some(hint) = hint.filter(usable) else {
+        if hint == owner.bytes || hint.first().is_none_or(|b| *b == b'@') {
             return self.read_as(owner);
-        };
+        }
         let hash_get = api!(RedisModule_HashGet);
         let Some(len) = self.hash_len()? else {
             return Ok(None);
