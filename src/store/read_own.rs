@@ -48,7 +48,6 @@ impl LockKey {
         if hint == owner.bytes || hint.first().is_none_or(|b| *b == b'@') {
             return self.read_as(owner);
         }
-        let hash_get = api!(RedisModule_HashGet);
         let Some(len) = self.hash_len()? else {
             return Ok(None);
         };
@@ -56,49 +55,47 @@ impl LockKey {
             return self.read();
         }
         let hinted = OwnedString::new(self.ctx, hint)?;
-        let mut count: *mut raw::RedisModuleString = ptr::null_mut();
-        let mut token: *mut raw::RedisModuleString = ptr::null_mut();
-        unsafe {
-            hash_get(
-                self.key,
-                raw::REDISMODULE_HASH_NONE as c_int,
-                hinted.0,
-                &mut count as *mut _,
-                token_field()?,
-                &mut token as *mut _,
-                ptr::null_mut::<raw::RedisModuleString>(),
-            );
-        }
-        let (count, token) = (self.adopt(count), self.adopt(token));
-        match shape(&count, &token, len) {
-            Some((count, token)) => {
-                TOKENS.learn(token, config::token_gap());
-                Ok(Some(Holding {
-                    owner: hint.to_vec(),
-                    count,
-                    token,
-                }))
-            }
+        match self.held_by(hinted.0, len)? {
+            Some((count, token)) => Ok(Some(Holding {
+                owner: hint.to_vec(),
+                count,
+                token,
+            })),
             None => self.read(),
         }
     }
 
     /// [`LockKey::read_as`] without a copy of the owner's name when `owner` holds the lock.
     pub fn read_own(&self, owner: &Name<'_>) -> Result<Read, LockError> {
-        let hash_get = api!(RedisModule_HashGet);
         let Some(len) = self.hash_len()? else {
             return Ok(Read::Other(None));
         };
         if owner.bytes.first() == Some(&b'@') || !(1..=2).contains(&len) {
             return self.read().map(Read::Other);
         }
+        match self.held_by(owner.raw, len)? {
+            Some((count, token)) => Ok(Read::Own { count, token }),
+            // Not held by `owner`, or not a lock: the full read says which.
+            None => self.read().map(Read::Other),
+        }
+    }
+
+    /// The count and token of the lock of `len` fields (1 or 2) if the owner whose field is
+    /// `field` holds it: two field lookups (the field and `@token`).
+    #[inline]
+    fn held_by(
+        &self,
+        field: *mut raw::RedisModuleString,
+        len: usize,
+    ) -> Result<Option<(i64, i64)>, LockError> {
+        let hash_get = api!(RedisModule_HashGet);
         let mut count: *mut raw::RedisModuleString = ptr::null_mut();
         let mut token: *mut raw::RedisModuleString = ptr::null_mut();
         unsafe {
             hash_get(
                 self.key,
                 raw::REDISMODULE_HASH_NONE as c_int,
-                owner.raw,
+                field,
                 &mut count as *mut _,
                 token_field()?,
                 &mut token as *mut _,
@@ -106,14 +103,11 @@ impl LockKey {
             );
         }
         let (count, token) = (self.adopt(count), self.adopt(token));
-        match shape(&count, &token, len) {
-            Some((count, token)) => {
-                TOKENS.learn(token, config::token_gap());
-                Ok(Read::Own { count, token })
-            }
-            // Not held by `owner`, or not a lock: the full read says which.
-            None => self.read().map(Read::Other),
+        let held = shape(&count, &token, len);
+        if let Some((_, token)) = held {
+            TOKENS.learn(token, config::token_gap());
         }
+        Ok(held)
     }
 }
 
