@@ -9,22 +9,12 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use redis::Value;
-use support::{blocked, int, raw, wait_until, Server};
+use support::{blocked, int, raw, Server};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
-fn waiters(con: &mut redis::Connection) -> i64 {
-    support::info_field(con, "rlock", "rlock_waiters")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-1)
-}
-
 fn queued(con: &mut redis::Connection, n: i64) {
-    assert!(
-        wait_until(LIMIT, || waiters(con) == n),
-        "expected {n} queued waits, have {}",
-        waiters(con)
-    );
+    support::await_waiters(con, n, LIMIT);
 }
 
 /// `key` handed from `a` to `b`, with `c` still queued: the queue remembers `b`. Returns
@@ -82,7 +72,7 @@ fn a_new_acquisition_after_a_handoff_is_answered_as_on_a_key_without_a_queue() {
     for (i, (what, steps)) in edits.iter().enumerate() {
         let key = format!("handed:{i}");
         let copy = format!("copy:{i}");
-        let before = waiters(&mut con);
+        let before = support::waiters(&mut con);
         let (token, c) = handed_to_b(&server, &mut con, &key, before);
         for step in *steps {
             let step: Vec<&str> = step

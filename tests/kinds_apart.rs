@@ -16,18 +16,8 @@ use support::{blocked, int, raw, wait_until, Server};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
-fn waiters(con: &mut redis::Connection) -> i64 {
-    support::info_field(con, "rlock", "rlock_waiters")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-1)
-}
-
 fn queued(con: &mut redis::Connection, n: i64) {
-    assert!(
-        wait_until(LIMIT, || waiters(con) == n),
-        "expected {n} queued waits, have {}",
-        waiters(con)
-    );
+    support::await_waiters(con, n, LIMIT);
 }
 
 /// `DEL key` and `LATCH.COUNTDOWN key` in one transaction.
@@ -177,7 +167,7 @@ fn a_count_down_on_a_lock_name_held_back_by_the_gate_ends_no_lock_wait() {
         w.recv_timeout(Duration::from_millis(300)).is_err(),
         "answered"
     );
-    assert_eq!(waiters(&mut con), 1);
+    assert_eq!(support::waiters(&mut con), 1);
     // The delay over, the lock's own rules serve it.
     let token = token_of(w.recv_timeout(LIMIT).expect("the waiter is served"));
     assert!(token > 1, "token {token}");

@@ -555,6 +555,22 @@ pub fn info_field(con: &mut redis::Connection, section: &str, name: &str) -> Opt
     info(con, section).remove(name)
 }
 
+/// How many waits the node has queued (`INFO rlock`'s `rlock_waiters`; -1 if it says none).
+pub fn waiters(con: &mut redis::Connection) -> i64 {
+    info_field(con, "rlock", "rlock_waiters")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
+}
+
+/// Waits up to `limit` until the node has `n` waits queued.
+pub fn await_waiters(con: &mut redis::Connection, n: i64, limit: Duration) {
+    assert!(
+        wait_until(limit, || waiters(con) == n),
+        "expected {n} queued waits, have {}",
+        waiters(con)
+    );
+}
+
 /// The `name:value` lines of `INFO <section>`.
 pub fn info(con: &mut redis::Connection, section: &str) -> BTreeMap<String, String> {
     let text = match raw(con, &["INFO", section]) {
