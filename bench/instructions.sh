@@ -2,12 +2,13 @@
 # Server instructions per operation, counted by callgrind inside Redis's `processCommand()`
 # (the command's lookup and checks, its run, and any command it runs in turn: a script's, a
 # fenced write's) under a depth-16 load: repeatable where wall-clock ratios are not.
-#   bench/instructions.sh [rlock|listened|lua|plain|noop|bare|fenced|bare-fenced|hset] [seconds] [output]
-# rlock, listened (rlock with every owner's prefix listened for, LOCK.LISTEN), lua, plain
-# (HSET+DEL), noop (two calls of the empty module command), bare (the module API calls of
-# the pair's contract and nothing else: NOOP.HOLD and NOOP.FREE): per acquire+release pair, loaded by `rlock-bench load`; fenced (`LOCK.FENCED ... HSET`),
-# bare-fenced (`NOOP.FENCED ... HSET`: the module API calls of a fenced write and nothing
-# else) and hset (the plain `HSET`): per write, loaded by redis-benchmark. With a third argument the
+#   bench/instructions.sh SIDE [seconds] [callgrind output]
+# SIDE: rlock, listened (rlock with every owner's prefix listened for, LOCK.LISTEN), lua,
+# plain (HSET+DEL), noop (two calls of the empty module command), bare (the module API calls
+# of the pair's contract and nothing else: NOOP.HOLD and NOOP.FREE): per acquire+release
+# pair, loaded by `rlock-bench load`; fenced (`LOCK.FENCED ... HSET`), bare-fenced
+# (`NOOP.FENCED ... HSET`: the module API calls of a fenced write and nothing else) and hset
+# (the plain `HSET`): per write, loaded by redis-benchmark. With a third argument the
 # callgrind output is kept there, for `callgrind_annotate --inclusive=yes FILE`.
 # Needs valgrind; builds nothing: run `cargo build --release -p rlock -p rlock-bench` first
 # (and `bench/floor/build.sh` for noop, bare and bare-fenced).

@@ -108,8 +108,9 @@ static long long tokens;
 
 static int Hold(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     long long lease;
-    if (argc != 5 || RedisModule_StringToLongLong(argv[4], &lease) != REDISMODULE_OK)
-        return RedisModule_WrongArity(ctx);
+    if (argc != 5) return RedisModule_WrongArity(ctx);
+    if (RedisModule_StringToLongLong(argv[4], &lease) != REDISMODULE_OK)
+        return RedisModule_ReplyWithError(ctx, "ERR LEASE must be a number of ms");
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
     long long token = ++tokens, deadline = (long long)RedisModule_Milliseconds() + lease;
     RedisModuleString *t = RedisModule_CreateStringFromLongLong(ctx, token);

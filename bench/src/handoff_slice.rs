@@ -4,12 +4,11 @@
 //! `handoffs_blocked.rs` (blocked clients).
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use crate::clock::percentile;
 use crate::server::{info_num, Delta, Snapshot};
 use crate::wait_mode::Mode;
-
-use std::sync::OnceLock;
 
 /// Waits queued on the lock unless `rlock-bench handoffs` is given another number.
 pub const WAITS: usize = 64;

@@ -4,8 +4,9 @@
 //! `NOOP.HOLD` + `NOOP.FREE`: the pair's module API calls alone); an acquisition handed over
 //! to a blocked client and to a ticket against the Lua lock's contended acquisition, the
 //! uncontended pair and the same wait handed on by the floor module with nothing held; a
-//! fenced `HSET` against a plain one. Each as the server's µs per operation, from `INFO commandstats` and
-//! from `used_cpu_user` + `used_cpu_sys`, with the ratios the goals are stated in.
+//! fenced `HSET` against a plain one. Each as the server's µs per operation, from `INFO
+//! commandstats` and from `used_cpu_user` + `used_cpu_sys`, with the ratios the goals are
+//! stated in.
 //!
 //! `make bench` prints it from its scenarios 1, 2, 8 and 9; `rlock-bench hot SECONDS` runs
 //! just those measurements.
@@ -25,7 +26,7 @@ use crate::uncontended;
 
 /// What the table is made from.
 pub struct Hot<'a> {
-    /// Per depth: [Lua, rlock, HSET+DEL], and the empty module command if it was loaded.
+    /// Per load: [Lua, rlock, HSET+DEL], and the floor module's sides if it was loaded.
     pub uncontended: Vec<Pairs<'a>>,
     /// The Lua lock's contended acquisitions (64 waiters, one process).
     pub lua: &'a contended::Run,

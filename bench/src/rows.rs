@@ -6,7 +6,7 @@ use crate::suite::Results;
 use crate::uncontended;
 
 pub struct Row {
-    pub scenario: &'static str,
+    pub scenario: String,
     pub metric: String,
     pub lua: String,
     pub rlock: String,
@@ -14,9 +14,15 @@ pub struct Row {
     pub plain: String,
 }
 
-fn row(scenario: &'static str, metric: &str, lua: String, rlock: String, ratio: String) -> Row {
+fn row(
+    scenario: impl Into<String>,
+    metric: &str,
+    lua: String,
+    rlock: String,
+    ratio: String,
+) -> Row {
     Row {
-        scenario,
+        scenario: scenario.into(),
         metric: metric.to_owned(),
         lua,
         rlock,
@@ -32,18 +38,14 @@ impl Row {
     }
 }
 
-fn pair(metric: &str, scenario: &'static str, lua: f64, rlock: f64) -> Row {
+fn pair(metric: &str, scenario: impl Into<String>, lua: f64, rlock: f64) -> Row {
     row(scenario, metric, num(lua), num(rlock), ratio(rlock, lua))
 }
 
 fn uncontended_rows(rows: &mut Vec<Row>, depth: usize, runs: &[uncontended::Run; 3]) {
     let [lua, rl, plain] = runs;
-    let s: &'static str = match depth {
-        uncontended::ALONE => "1. uncontended, one connection, each command alone",
-        uncontended::PAIRED => "1. uncontended, one connection, each pair in one write",
-        1 => "1. uncontended, no pipelining",
-        _ => "1. uncontended, depth 16",
-    };
+    let s = format!("1. uncontended, {}", uncontended::load_name(depth));
+    let s = s.as_str();
     let rate = pair(
         "acquire+release pairs/s",
         s,

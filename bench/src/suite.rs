@@ -68,7 +68,7 @@ pub struct Results {
     pub redis_version: String,
     pub duration_s: f64,
     pub uncontended: Vec<(usize, [uncontended::Run; 3])>,
-    /// Scenario 1's empty module command, per depth (when its module is loaded).
+    /// Scenario 1's floor module sides per load, [empty command, bare pair] (when it is loaded).
     pub floor: Vec<Option<[uncontended::Run; 2]>>,
     pub contended: [contended::Run; 2],
     pub across: [contended::Run; 2],
